@@ -1,0 +1,116 @@
+//! `tazuna check`: validate tazuna.yaml without touching a cluster.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use tazuna_core::graph;
+use tazuna_engine::host::Severity;
+use tazuna_engine::render::{self, PathProblem};
+use tazuna_engine::report::OutputFormat;
+
+use crate::failure::{self, Reported};
+use crate::settings::GlobalSettings;
+
+/// Validate tazuna.yaml without touching a cluster.
+///
+/// Checks the file's structure (unknown fields, types, names, `dependsOn`
+/// targets and cycles, includes, environments), that every manifest's `type`
+/// has a plugin and its `path` exists, and asks each plugin to validate its
+/// manifest's config. Errors point at the file, line and column.
+///
+/// Examples:
+///
+///   tazuna check
+///   tazuna check -f clusters/production/tazuna.yaml -e production
+#[derive(Debug, Args)]
+pub struct Check {}
+
+impl Check {
+    /// Validate and report.
+    pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+        let config = super::load_config(settings)?;
+        let manifests: Vec<_> = config.manifests.iter().collect();
+        let (host, plugins) = super::load_plugins(settings, &config, &manifests)?;
+
+        let mut problems = Vec::new();
+        for manifest in &manifests {
+            let at = format!(
+                "{}:{}:{}",
+                manifest.origin.file.display(),
+                manifest.origin.line,
+                manifest.origin.column
+            );
+            if let Some(path) = &manifest.path
+                && let Some(problem) = render::check_path(&manifest.base_dir, path)
+            {
+                let (what, hint) = match problem {
+                    PathProblem::Missing => (
+                        "does not exist",
+                        "paths are relative to the directory of the file that declares the manifest",
+                    ),
+                    PathProblem::OutsideManifestDir => (
+                        "leaves the manifest directory",
+                        "a plugin only sees the directory of the file that declares the manifest; move tazuna.yaml up, or declare the manifest in an included file nearer its files",
+                    ),
+                };
+                problems.push(format!(
+                    "error: manifest `{}`: path `{path}` {what} (`{}`)\n  --> {at}\nhint: {hint}",
+                    manifest.name,
+                    manifest.base_dir.display()
+                ));
+            }
+            let Some(plugin) = plugins.get(&manifest.kind) else {
+                continue;
+            };
+            for diagnostic in host.validate(plugin, &manifest.config.to_string())? {
+                let label = match diagnostic.severity {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                    Severity::Info => continue,
+                };
+                let field = diagnostic
+                    .path
+                    .map(|p| format!(" at `{p}`"))
+                    .unwrap_or_default();
+                problems.push(format!(
+                    "{label}: manifest `{}`: plugin `{}`{field}: {}\n  --> {at}",
+                    manifest.name,
+                    plugin.info().name,
+                    diagnostic.message
+                ));
+            }
+        }
+        let errors = problems.iter().filter(|p| p.starts_with("error:")).count();
+        for problem in &problems {
+            eprintln!("{}", failure::paint(problem, settings.stderr_color));
+        }
+        let layers = graph::layers(&manifests);
+        match settings.output {
+            OutputFormat::Json => println!(
+                "{}",
+                serde_json::json!({
+                    "file": settings.file,
+                    "valid": errors == 0,
+                    "errors": errors,
+                    "warnings": problems.len() - errors,
+                    "layers": layers
+                        .iter()
+                        .map(|layer| layer.iter().map(|&i| &manifests[i].name).collect::<Vec<_>>())
+                        .collect::<Vec<_>>(),
+                })
+            ),
+            OutputFormat::Text if errors == 0 => println!(
+                "{} {}: {} manifests in {} layers",
+                settings.stdout_color.ok("ok:"),
+                settings.file.display(),
+                manifests.len(),
+                layers.len()
+            ),
+            OutputFormat::Text => {}
+        }
+        if errors > 0 {
+            return Err(Reported.into());
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+}

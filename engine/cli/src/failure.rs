@@ -1,0 +1,53 @@
+//! How a failed command is reported: what went wrong, where, and a `hint:`
+//! line that says what to do.
+
+use tazuna_core::config::ConfigError;
+use tazuna_engine::report::Color;
+
+/// A failure already reported in detail (for example a list of render errors);
+/// only the exit code is left to set.
+#[derive(Debug)]
+pub struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("failed")
+    }
+}
+
+impl std::error::Error for Reported {}
+
+/// Print `error` on stderr.
+pub fn report(error: &anyhow::Error, color: Color) {
+    if error.downcast_ref::<Reported>().is_some() {
+        return;
+    }
+    if let Some(config) = error.downcast_ref::<ConfigError>() {
+        eprintln!("{}", paint(&config.render(), color));
+        return;
+    }
+    let mut message = format!("{error}");
+    for cause in error.chain().skip(1) {
+        message.push_str(&format!("\n  caused by: {cause}"));
+    }
+    eprintln!("{}", paint(&format!("error: {message}"), color));
+}
+
+/// Colour the `error:`, `warning:` and `hint:` labels at line starts.
+pub fn paint(text: &str, color: Color) -> String {
+    text.lines()
+        .map(|line| {
+            for (label, style) in [
+                ("error:", Color::error as fn(Color, &str) -> String),
+                ("warning:", Color::warning),
+                ("hint:", Color::hint),
+            ] {
+                if let Some(rest) = line.strip_prefix(label) {
+                    return format!("{}{rest}", style(color, label));
+                }
+            }
+            line.to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

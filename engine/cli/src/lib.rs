@@ -1,0 +1,86 @@
+//! The `tazuna` command line: flags in, typed settings out, then the engine.
+//!
+//! Each verb lives in `commands/<verb>.rs` as a clap struct with a `run` method.
+//! Flags are resolved into [`settings::GlobalSettings`] before any work starts;
+//! raw clap structs never reach the engine.
+
+mod commands;
+mod failure;
+mod settings;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::commands::{build, check, completions, init, plugin, schema, tags, version};
+use crate::settings::{GlobalArgs, GlobalSettings};
+
+/// Bootstrap Kubernetes clusters from one declarative file.
+///
+/// `tazuna.yaml` lists the layers that turn a bare API server into a usable
+/// cluster (CNI, ingress, cert-manager, CRDs and operators, Argo CD or Flux),
+/// their order and the cluster they belong to. Each manifest is rendered by a
+/// WebAssembly plugin running in a sandbox.
+///
+/// Start with `tazuna init`, check the file with `tazuna check`, and see what
+/// it renders with `tazuna build`.
+#[derive(Debug, Parser)]
+#[command(name = "tazuna", version, max_term_width = 100)]
+pub struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Init(init::Init),
+    Check(check::Check),
+    Build(build::Build),
+    Tags(tags::Tags),
+    #[command(subcommand)]
+    Plugin(plugin::Plugin),
+    Schema(schema::Schema),
+    Version(version::Version),
+    Completions(completions::Completions),
+}
+
+/// Parse the command line, run the command, and turn the outcome into an exit
+/// code: 0 for success, 1 for a failure (already reported on stderr), 2 for
+/// bad usage.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match GlobalSettings::resolve(&cli.global) {
+        Ok(settings) => settings,
+        Err(error) => {
+            failure::report(&error, settings::stderr_color());
+            return ExitCode::from(2);
+        }
+    };
+    settings.init_logging();
+    let outcome = match cli.command {
+        Command::Init(cmd) => cmd.run(&settings),
+        Command::Check(cmd) => cmd.run(&settings),
+        Command::Build(cmd) => cmd.run(&settings),
+        Command::Tags(cmd) => cmd.run(&settings),
+        Command::Plugin(cmd) => cmd.run(&settings),
+        Command::Schema(cmd) => cmd.run(&settings),
+        Command::Version(cmd) => cmd.run(&settings),
+        Command::Completions(cmd) => cmd.run::<Cli>(),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            failure::report(&error, settings.stderr_color);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Whether stdout is a terminal (for colour and progress).
+fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}

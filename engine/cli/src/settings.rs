@@ -1,0 +1,158 @@
+//! Global flags, and the settings they resolve to before any work starts.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use tazuna_engine::host::{HostSettings, Limits};
+use tazuna_engine::report::{Color, OutputFormat};
+
+/// Flags every command accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// The tazuna.yaml to read.
+    #[arg(short = 'f', long, global = true, env = "TAZUNA_FILE", default_value = "tazuna.yaml")]
+    file: PathBuf,
+
+    /// Select `spec.environments.<NAME>`: its context rules and its values.
+    #[arg(short = 'e', long, global = true, env = "TAZUNA_ENVIRONMENT", value_name = "NAME")]
+    environment: Option<String>,
+
+    /// Only manifests carrying one of these tags (comma-separated or repeated).
+    #[arg(short = 't', long, global = true, value_delimiter = ',', value_name = "TAG")]
+    tags: Vec<String>,
+
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Text)]
+    output: Output,
+
+    /// How much to log on stderr.
+    #[arg(short = 'l', long, global = true, value_enum, env = "TAZUNA_LOG", default_value_t = LogLevel::Warn)]
+    log_level: LogLevel,
+
+    /// Time budget of one plugin call, in seconds.
+    #[arg(long, global = true, env = "TAZUNA_PLUGIN_TIMEOUT", value_name = "SECONDS", default_value_t = 30.0)]
+    plugin_timeout: f64,
+
+    /// Memory budget of one plugin call, in MiB.
+    #[arg(long, global = true, env = "TAZUNA_PLUGIN_MEMORY", value_name = "MIB", default_value_t = 512)]
+    plugin_memory: usize,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Output {
+    /// For people.
+    Text,
+    /// For programs.
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+/// What the global flags mean, resolved once.
+#[derive(Debug, Clone)]
+pub struct GlobalSettings {
+    /// The tazuna.yaml to read.
+    pub file: PathBuf,
+    /// The selected environment.
+    pub environment: Option<String>,
+    /// Tags to select manifests by; empty selects all.
+    pub tags: Vec<String>,
+    /// Output format of results.
+    pub output: OutputFormat,
+    /// Colour on stdout.
+    pub stdout_color: Color,
+    /// Colour on stderr.
+    pub stderr_color: Color,
+    log_filter: &'static str,
+    /// The plugin host's settings.
+    pub host: HostSettings,
+}
+
+impl GlobalSettings {
+    /// Check and resolve the global flags.
+    pub fn resolve(args: &GlobalArgs) -> anyhow::Result<Self> {
+        if !(args.plugin_timeout.is_finite() && args.plugin_timeout > 0.0) {
+            bail!(
+                "invalid `--plugin-timeout {}`: it must be a positive number of seconds",
+                args.plugin_timeout
+            );
+        }
+        if args.plugin_memory < 16 {
+            bail!(
+                "invalid `--plugin-memory {}`: a plugin needs at least 16 MiB",
+                args.plugin_memory
+            );
+        }
+        let limits = Limits {
+            time: Duration::from_secs_f64(args.plugin_timeout),
+            memory: args
+                .plugin_memory
+                .checked_mul(1024 * 1024)
+                .context("`--plugin-memory` is too large")?,
+        };
+        Ok(Self {
+            file: args.file.clone(),
+            environment: args.environment.clone(),
+            tags: args.tags.clone(),
+            output: match args.output {
+                Output::Text => OutputFormat::Text,
+                Output::Json => OutputFormat::Json,
+            },
+            stdout_color: Color::detect(crate::stdout_is_terminal()),
+            stderr_color: stderr_color(),
+            log_filter: match args.log_level {
+                LogLevel::Error => "error",
+                LogLevel::Warn => "warn",
+                LogLevel::Info => "info",
+                LogLevel::Debug => "debug",
+                LogLevel::Trace => "trace",
+            },
+            host: HostSettings {
+                limits,
+                cache_dir: cache_dir(),
+            },
+        })
+    }
+
+    /// Send logs to stderr at the chosen level.
+    pub fn init_logging(&self) {
+        let filter = tracing_subscriber::EnvFilter::new(format!(
+            "{level},cranelift=warn,wasmtime=warn",
+            level = self.log_filter
+        ));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(self.stderr_color == Color::Always)
+            .with_target(false)
+            .without_time()
+            .try_init();
+    }
+}
+
+/// Colour for stderr.
+pub fn stderr_color() -> Color {
+    Color::detect(std::io::stderr().is_terminal())
+}
+
+/// `$TAZUNA_CACHE_DIR`, else `$XDG_CACHE_HOME/tazuna`, else `~/.cache/tazuna`.
+fn cache_dir() -> Option<PathBuf> {
+    let non_empty = |key: &str| std::env::var_os(key).filter(|v| !v.is_empty());
+    if let Some(dir) = non_empty("TAZUNA_CACHE_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(dir) = non_empty("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(dir).join("tazuna"));
+    }
+    non_empty("HOME").map(|home| PathBuf::from(home).join(".cache").join("tazuna"))
+}

@@ -1,0 +1,106 @@
+//! Running the real `tazuna` binary the way a user does, and snapshot filters
+//! for what differs between machines (temp paths, digests, timings).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// What one run printed.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Exit code, stdout and stderr in one text, for snapshots.
+    pub fn transcript(&self) -> String {
+        format!(
+            "exit code: {}\n----- stdout -----\n{}----- stderr -----\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("workspace root")
+}
+
+/// A component built by `cargo xtask build-plugins`.
+pub fn plugin(name: &str) -> PathBuf {
+    let path = root().join("target/plugins").join(format!("{name}.wasm"));
+    assert!(
+        path.is_file(),
+        "{} is missing; run `cargo xtask build-plugins`",
+        path.display()
+    );
+    path
+}
+
+/// Run `tazuna args...` in `dir`, with colour off and a private cache.
+pub fn tazuna(dir: &Path, args: &[&str]) -> Run {
+    tazuna_with_env(dir, args, &[])
+}
+
+/// Like [`tazuna`], with extra environment variables.
+pub fn tazuna_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let cache = dir.join(".tazuna-cache");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    command
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("TAZUNA_FILE")
+        .env_remove("TAZUNA_ENVIRONMENT")
+        .env_remove("TAZUNA_LOG")
+        .env("TAZUNA_CACHE_DIR", &cache);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let output = command.output().expect("run tazuna");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A fresh directory holding `tazuna.yaml` with `content`; `{probe}` and
+/// `{example}` in it are replaced by the test plugins' paths.
+pub fn project(content: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let content = content
+        .replace("{probe}", &plugin("probe").display().to_string())
+        .replace("{example}", &plugin("example").display().to_string());
+    std::fs::write(dir.path().join("tazuna.yaml"), content).expect("write tazuna.yaml");
+    dir
+}
+
+/// insta settings that hide what differs between machines.
+pub fn filters(dir: &Path) -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    let dir = dir.display().to_string();
+    settings.add_filter(&regex_escape(&dir), "[PROJECT]");
+    settings.add_filter(&regex_escape(&root().display().to_string()), "[ROOT]");
+    settings.add_filter(r"sha256:[0-9a-f]{64}", "sha256:[DIGEST]");
+    settings.add_filter(r"/tmp/tazuna-scratch-[A-Za-z0-9]+", "[SCRATCH]");
+    settings.add_filter(r"\d+(\.\d+)?(ms|µs|s)\b", "[TIME]");
+    settings
+}
+
+fn regex_escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,224 @@
+//! The `tazuna.yaml` file: loading, validation, and the typed model.
+//!
+//! [`load`] reads a file, expands `includes` (and Go Tazuna's `parallel`), and checks every
+//! rule that needs no plugin: field names and types, manifest names, `dependsOn` targets and
+//! cycles, context patterns, the selected environment and the minimum tazuna version. Checks
+//! that need to know which plugins exist ([`Config::check_types`]) and the `--tags` selection
+//! ([`Config::select`]) run afterwards, on the loaded [`Config`].
+//!
+//! A Go Tazuna file loads unchanged. Differences, each deliberate:
+//! - `{{ .Environment }}` is substituted with the `-e` name (empty without `-e`) before
+//!   parsing; no other Go template syntax is interpreted.
+//! - An included file that has `includes` of its own is an error (Go silently skips them).
+//! - `type: parallel` is read by flattening: its `children` become manifests at the parent's
+//!   position that share the parent's `dependsOn`, tags (and `namespace`, `wait`, `prune`
+//!   unless they set their own). The parent's tests move to its last child. The parent's name
+//!   stays reserved but is not a manifest, so `dependsOn` cannot name it.
+//! - Unknown keys are errors at every depth.
+
+mod error;
+mod load;
+mod model;
+mod raw;
+mod source;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use error::{ConfigError, Location, Span};
+pub use model::{
+    Check, Cluster, ContextRule, Environment, ExistNonExist, Manifest, MatchMode, Plugin,
+    PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+};
+
+use error::suggest;
+
+/// The only `apiVersion` a file may declare.
+pub const API_VERSION: &str = "tazuna.pepabo.com/v1";
+
+/// The only `kind` a file may declare.
+pub const KIND: &str = "Tazuna";
+
+/// A manifest name reserved for tazuna's own use.
+pub const RESERVED_NAME: &str = "_metadata";
+
+/// The manifest types that ship with tazuna (Go Tazuna's, plus `manifests` and `helm`).
+pub const BUILTIN_TYPES: &[&str] = &[
+    "manifests",
+    "kustomize",
+    "helm",
+    "helmfile",
+    "genesissecret",
+    "oras",
+];
+
+/// A commented starter `tazuna.yaml`, written by `tazuna init`.
+pub const STARTER: &str = include_str!("config/starter.tazuna.yaml");
+
+/// What the caller knows before the file is read.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// The environment selected with `-e`, if any. It must be declared under
+    /// `spec.environments`, and it fills `{{ .Environment }}` in the file.
+    pub environment: Option<String>,
+    /// The running tazuna's version, checked against `minimumSupportedTazunaVersion`.
+    pub tazuna_version: semver::Version,
+}
+
+impl LoadOptions {
+    /// Options for `tazuna_version` and no environment.
+    pub fn new(tazuna_version: semver::Version) -> Self {
+        Self {
+            environment: None,
+            tazuna_version,
+        }
+    }
+}
+
+/// A loaded, expanded and validated `tazuna.yaml`.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The file as given to [`load`].
+    pub file: PathBuf,
+    /// The file's directory (`.` for a bare file name); root manifests' paths are relative
+    /// to it.
+    pub dir: PathBuf,
+    /// `apiVersion`, if the file sets it (always [`API_VERSION`] then).
+    pub api_version: Option<String>,
+    /// `kind`, if the file sets it (always [`KIND`] then).
+    pub kind: Option<String>,
+    /// Everything under `spec` except the manifests.
+    pub spec: Spec,
+    /// Every manifest after includes and `parallel` are expanded, in declaration order.
+    pub manifests: Vec<Manifest>,
+    /// The environment selected with `-e`.
+    pub environment: Option<Environment>,
+    /// Every file read: the root first, then included files in order.
+    pub files: Vec<PathBuf>,
+    /// Where each manifest's `type` is, for [`Config::check_types`].
+    type_spans: Vec<Span>,
+}
+
+/// Read, parse and validate the `tazuna.yaml` at `path`, expanding its includes.
+///
+/// Validates everything that needs no plugin knowledge; call [`Config::check_types`] once
+/// the available plugins are known.
+pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigError> {
+    load::load(path, opts)
+}
+
+impl Config {
+    /// Errors for the first manifest whose `type` is neither in `known` (the caller's
+    /// built-ins) nor the name of a plugin in `spec.plugins`, pointing at the `type:` value.
+    pub fn check_types(&self, known: &[&str]) -> Result<(), ConfigError> {
+        let mut all: Vec<String> = known.iter().map(|k| (*k).to_owned()).collect();
+        all.extend(self.spec.plugins.iter().map(|p| p.name.clone()));
+        for (manifest, at) in self.manifests.iter().zip(&self.type_spans) {
+            if !all.contains(&manifest.kind) {
+                return Err(ConfigError::UnknownType {
+                    name: manifest.name.clone(),
+                    kind: manifest.kind.clone(),
+                    suggestion: suggest(&manifest.kind, all.iter().map(String::as_str)),
+                    known: all,
+                    at: Box::new(at.clone()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The manifests carrying any of `tags`, in declaration order; all of them when `tags`
+    /// is empty. A tag that no manifest carries is an error listing the known tags.
+    pub fn select(&self, tags: &[String]) -> Result<Vec<&Manifest>, ConfigError> {
+        if tags.is_empty() {
+            return Ok(self.manifests.iter().collect());
+        }
+        let known = self.tags();
+        if let Some(tag) = tags.iter().find(|tag| !known.contains_key(*tag)) {
+            return Err(ConfigError::UnknownTag {
+                tag: tag.clone(),
+                suggestion: suggest(tag, known.keys().map(String::as_str)),
+                known: known.into_keys().collect(),
+                file: self.file.clone(),
+            });
+        }
+        Ok(self
+            .manifests
+            .iter()
+            .filter(|m| m.tags.iter().any(|t| tags.contains(t)))
+            .collect())
+    }
+
+    /// Every tag, with the names of the manifests that carry it in declaration order.
+    pub fn tags(&self) -> BTreeMap<String, Vec<String>> {
+        let mut tags: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for manifest in &self.manifests {
+            for tag in &manifest.tags {
+                let names = tags.entry(tag.clone()).or_default();
+                if !names.contains(&manifest.name) {
+                    names.push(manifest.name.clone());
+                }
+            }
+        }
+        tags
+    }
+
+    /// The manifest called `name`.
+    pub fn manifest(&self, name: &str) -> Option<&Manifest> {
+        self.manifests.iter().find(|m| m.name == name)
+    }
+
+    /// The context check in force: the selected environment's `context_matches` when it
+    /// sets any (they replace the root's), otherwise the root's; the mode likewise, `or`
+    /// by default. Matching is partial unless a pattern is anchored.
+    pub fn context_rule(&self) -> ContextRule {
+        let root = &self.spec;
+        let (patterns, mode) = match &self.environment {
+            Some(env) if !env.context_matches.is_empty() => (
+                &env.context_matches,
+                env.context_match_mode.unwrap_or(root.context_match_mode),
+            ),
+            Some(env) => (
+                &root.context_matches,
+                env.context_match_mode.unwrap_or(root.context_match_mode),
+            ),
+            None => (&root.context_matches, root.context_match_mode),
+        };
+        ContextRule {
+            // The loader compiled every pattern already.
+            patterns: patterns
+                .iter()
+                .filter_map(|p| regex::Regex::new(p).ok())
+                .collect(),
+            mode,
+        }
+    }
+
+    /// The cluster identity in force: the selected environment's, else the root's.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.environment
+            .as_ref()
+            .and_then(|env| env.cluster.as_ref())
+            .or(self.spec.cluster.as_ref())
+    }
+
+    /// The selected environment's values, `{}` without `-e`.
+    pub fn values(&self) -> serde_json::Value {
+        self.environment.as_ref().map_or_else(
+            || serde_json::Value::Object(serde_json::Map::new()),
+            |env| env.values.clone(),
+        )
+    }
+}
+
+/// The JSON schema of the whole file, for `tazuna schema` and editors.
+///
+/// Per-type blocks of the built-ins are described as open objects; a caller that knows the
+/// plugins' own config schemas can splice them in at
+/// `$defs.Manifest.properties.<block>`.
+pub fn json_schema() -> serde_json::Value {
+    let schema = schemars::generate::SchemaSettings::draft2020_12()
+        .into_generator()
+        .into_root_schema_for::<raw::RawRoot>();
+    schema.to_value()
+}

@@ -1,0 +1,257 @@
+//! The validated, typed model of a `tazuna.yaml`: what the rest of Tazuna works with.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::error::Location;
+
+/// `spec`, validated. Manifests live in [`Config::manifests`](super::Config::manifests),
+/// expanded; everything else that `spec` says is here.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    /// The oldest tazuna that may process this file (already checked by the loader).
+    pub minimum_supported_tazuna_version: Option<semver::Version>,
+    /// The root `context_matches`, each a valid regular expression.
+    pub context_matches: Vec<String>,
+    /// The root `context_match_mode` (`or` when unset).
+    pub context_match_mode: MatchMode,
+    /// `spec.environments`, by name.
+    pub environments: BTreeMap<String, Environment>,
+    /// `spec.tests`: checks run after every manifest is applied.
+    pub tests: Vec<Test>,
+    /// `spec.providers`: secret providers for GenesisSecret files.
+    pub providers: Vec<Provider>,
+    /// `spec.plugins`: pinned third-party plugins.
+    pub plugins: Vec<Plugin>,
+    /// `spec.cluster`: the cluster identity the file is bound to.
+    pub cluster: Option<Cluster>,
+}
+
+/// How the patterns of `context_matches` combine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MatchMode {
+    /// One pattern must match (the default).
+    #[default]
+    Or,
+    /// Every pattern must match.
+    And,
+}
+
+/// One entry of `spec.environments`, selected with `-e <name>`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Environment {
+    /// The environment's name (its key in `spec.environments`).
+    pub name: String,
+    /// Replaces the root `context_matches` when set (Go Tazuna: replace, never merge).
+    pub context_matches: Vec<String>,
+    /// Replaces the root `context_match_mode` when set.
+    pub context_match_mode: Option<MatchMode>,
+    /// Free-form values handed to plugins; `{}` when the file has none.
+    pub values: serde_json::Value,
+    /// Replaces the root `spec.cluster` when set.
+    pub cluster: Option<Cluster>,
+}
+
+/// The identity of the cluster a file (or environment) is bound to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cluster {
+    /// The UID of the cluster's `kube-system` namespace.
+    pub uid: Option<String>,
+}
+
+/// The context check in force: root settings, or the selected environment's.
+///
+/// Matching is partial, like Go's `regexp.MatchString`: `staging` matches
+/// `gke_staging-tokyo`. Anchor a pattern with `^…$` to match the whole name.
+#[derive(Clone, Debug)]
+pub struct ContextRule {
+    /// The compiled patterns; empty means any context is accepted.
+    pub patterns: Vec<regex::Regex>,
+    /// How the patterns combine.
+    pub mode: MatchMode,
+}
+
+impl ContextRule {
+    /// Whether `context` satisfies the rule. With no patterns, every context does.
+    pub fn matches(&self, context: &str) -> bool {
+        if self.patterns.is_empty() {
+            return true;
+        }
+        match self.mode {
+            MatchMode::Or => self.patterns.iter().any(|p| p.is_match(context)),
+            MatchMode::And => self.patterns.iter().all(|p| p.is_match(context)),
+        }
+    }
+}
+
+/// A secret provider from `spec.providers`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Provider {
+    /// The name GenesisSecret files refer to.
+    pub name: String,
+    /// Its `type`: `onepassword`, `envfile`, or a secret-resolver plugin's name.
+    pub kind: String,
+    /// The block named after its type, `{}` when absent.
+    pub config: serde_json::Value,
+    /// Where the provider is declared.
+    pub origin: Location,
+}
+
+/// A pinned third-party plugin from `spec.plugins`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plugin {
+    /// The name manifests use as their `type`.
+    pub name: String,
+    /// Where the component comes from.
+    pub source: PluginSource,
+    /// The semver constraint on its version, when given.
+    pub version: Option<semver::VersionReq>,
+    /// The expected digest, `sha256:<64 hex>`, when given.
+    pub digest: Option<String>,
+    /// Capabilities the user grants it.
+    pub grants: Vec<String>,
+    /// Where the plugin is declared.
+    pub origin: Location,
+}
+
+/// Where a plugin's component comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PluginSource {
+    /// An OCI artifact; `reference` is the part after `oci://` (`host/repo[:tag][@digest]`).
+    Oci {
+        /// `host/repo[:tag][@digest]`.
+        reference: String,
+    },
+    /// A local component file, resolved against the directory of the declaring file.
+    File {
+        /// The resolved path.
+        path: PathBuf,
+    },
+}
+
+/// One unit that Tazuna renders and applies, after includes and `parallel` are expanded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    /// Unique name.
+    pub name: String,
+    /// A note for humans.
+    pub description: Option<String>,
+    /// The source plugin (`type`).
+    pub kind: String,
+    /// `path` as written, relative to [`base_dir`](Self::base_dir).
+    pub path: Option<String>,
+    /// Tags for `--tags` selection.
+    pub tags: Vec<String>,
+    /// Names of manifests to apply first.
+    pub depends_on: Vec<String>,
+    /// Default namespace for namespaced objects that have none.
+    pub namespace: Option<String>,
+    /// Whether (and how long) to wait for readiness after applying.
+    pub wait: Wait,
+    /// Whether to delete objects that were applied before but are no longer rendered.
+    pub prune: bool,
+    /// Checks run right after this manifest is applied.
+    pub tests: Vec<Test>,
+    /// The block named after the type (`genesisSecret` for `genesissecret`), `{}` if absent.
+    pub config: serde_json::Value,
+    /// The directory of the file that declares the manifest.
+    pub base_dir: PathBuf,
+    /// Where the manifest is declared.
+    pub origin: Location,
+}
+
+impl Manifest {
+    /// `path` resolved against the declaring file's directory.
+    pub fn resolved_path(&self) -> Option<PathBuf> {
+        self.path
+            .as_ref()
+            .map(|path| super::source::join_clean(&self.base_dir, Path::new(path)))
+    }
+}
+
+/// Readiness waiting after a manifest is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Do not wait.
+    Off,
+    /// Wait for readiness, at most `timeout`.
+    On {
+        /// How long to wait before failing the manifest.
+        timeout: Duration,
+    },
+}
+
+impl Wait {
+    /// The timeout when `wait` does not give one: 300 s, as in Go Tazuna's helmfile wait.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+}
+
+impl Default for Wait {
+    fn default() -> Self {
+        Self::On {
+            timeout: Self::DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+/// A check from `tests`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Test {
+    /// What to check.
+    pub check: Check,
+    /// Pass after this many consecutive successes (at least 1; Go turns 0 into 1).
+    pub min_consecutive_success_count: u32,
+    /// Fail after this many consecutive failures; `None` when only the timeout fails it.
+    pub min_consecutive_failure_count: Option<u32>,
+    /// Give up after this long; `None` for no limit (Go's 0).
+    pub timeout: Option<Duration>,
+    /// Pause between attempts.
+    pub interval: Duration,
+    /// Where the test is declared.
+    pub origin: Location,
+}
+
+/// The kinds of check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// Poll an object until a CEL condition over `object` holds.
+    WaitUntil(WaitUntil),
+    /// Assert that an object exists, or that it does not.
+    ExistNonExist(ExistNonExist),
+}
+
+/// The type of a Kubernetes object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceType {
+    /// Such as `apps/v1`.
+    pub api_version: String,
+    /// Such as `Deployment`.
+    pub kind: String,
+}
+
+/// Arguments of a `WaitUntil` test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitUntil {
+    /// The object's type.
+    pub resource: ResourceType,
+    /// The object's namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// A CEL expression over `object`; stored, not compiled, here.
+    pub condition: String,
+}
+
+/// Arguments of an `ExistNonExist` test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistNonExist {
+    /// The object's type.
+    pub resource: ResourceType,
+    /// The object's namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// `true`: the object must exist; `false`: it must not.
+    pub should_exist: bool,
+}

@@ -1,0 +1,359 @@
+//! The file's shape as serde reads it, before validation.
+//!
+//! These types mirror `tazuna.yaml` key for key (including Go Tazuna's snake_case
+//! `context_matches`) and reject unknown keys. They also describe the file for
+//! [`json_schema`](super::json_schema). Manifests and providers are open-ended, since a
+//! manifest may carry a block named after a plugin; the loader checks their keys itself and
+//! reads only their fixed part through [`RawManifest`] and [`RawProvider`].
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// A `tazuna.yaml` file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "tazuna.yaml")]
+pub(crate) struct RawRoot {
+    /// Optional; when set it must be `tazuna.pepabo.com/v1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: Option<String>,
+    /// Optional; when set it must be `Tazuna`.
+    pub kind: Option<String>,
+    /// What to install, in what order, and on which clusters.
+    #[schemars(with = "RawSpec")]
+    pub spec: Option<RawSpec>,
+}
+
+/// The body of the file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Spec")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSpec {
+    /// The oldest tazuna that may process this file, as a semantic version (`1.4.0`; a
+    /// leading `v` is allowed).
+    #[serde(rename = "minimumSupportedTazunaVersion")]
+    #[schemars(with = "Option<String>")]
+    #[allow(dead_code)] // read from the untyped document first; see `check_minimum_version`
+    pub minimum_supported_tazuna_version: Option<serde_yaml::Value>,
+    /// Regular expressions (RE2 syntax) matched anywhere in the current kube context name.
+    /// When set, commands that change a cluster refuse to run unless the context matches.
+    pub context_matches: Option<Vec<String>>,
+    /// `or` (default): one pattern must match; `and`: every pattern must match.
+    pub context_match_mode: Option<RawMatchMode>,
+    /// Named environments, selected with `-e <name>`. A selected environment's
+    /// `context_matches` replace the ones above.
+    pub environments: Option<BTreeMap<String, RawEnvironment>>,
+    /// What to install, in declaration order unless `dependsOn` is used.
+    #[schemars(with = "Vec<ManifestSchema>")]
+    pub manifests: Option<serde_yaml::Value>,
+    /// Checks run after every manifest is applied.
+    pub tests: Option<Vec<RawTest>>,
+    /// Secret providers that GenesisSecret files refer to by name.
+    #[schemars(with = "Option<Vec<ProviderSchema>>")]
+    pub providers: Option<Vec<serde_yaml::Value>>,
+    /// Third-party source plugins, pinned by source, version constraint and digest.
+    pub plugins: Option<Vec<RawPlugin>>,
+    /// The cluster this file belongs to, beyond its context name.
+    pub cluster: Option<RawCluster>,
+}
+
+/// How `context_matches` combine.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "ContextMatchMode")]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RawMatchMode {
+    /// One pattern must match.
+    Or,
+    /// Every pattern must match.
+    And,
+}
+
+/// One entry of `spec.environments`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Environment")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEnvironment {
+    /// Replaces the root `context_matches` when this environment is selected.
+    pub context_matches: Option<Vec<String>>,
+    /// Replaces the root `context_match_mode`; inherits it when unset.
+    pub context_match_mode: Option<RawMatchMode>,
+    /// Free-form values handed to every plugin when this environment is selected.
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub values: Option<serde_yaml::Value>,
+    /// Replaces the root `cluster` when this environment is selected.
+    pub cluster: Option<RawCluster>,
+}
+
+/// The identity of the cluster a file (or environment) is bound to.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Cluster")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawCluster {
+    /// The UID of the cluster's `kube-system` namespace. Commands refuse to touch a cluster
+    /// with another UID, whatever its context is called.
+    pub uid: Option<String>,
+}
+
+/// A pinned third-party plugin.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Plugin")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlugin {
+    /// The name manifests use as their `type`, and the key of their config block.
+    pub name: String,
+    /// `oci://host/repo` or `file://./plugin.wasm` (relative to this file's directory).
+    pub source: String,
+    /// A semver constraint such as `^1.2`.
+    pub version: Option<String>,
+    /// The expected component digest, `sha256:<64 hex digits>`.
+    pub digest: Option<String>,
+    /// Capabilities granted to the plugin, such as `exec:helm`.
+    pub grants: Option<Vec<String>>,
+}
+
+/// The fixed fields of a manifest entry; per-type blocks are taken out before serde sees it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawManifest {
+    /// Unique name, `^[a-zA-Z0-9_-]+$`; `_metadata` is reserved.
+    pub name: Option<String>,
+    /// A note for humans.
+    pub description: Option<String>,
+    /// The source plugin: `manifests`, `kustomize`, `helm`, `helmfile`, `genesissecret`,
+    /// `oras`, or the name of a plugin in `spec.plugins`. Go Tazuna's `parallel` is read too.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    /// Relative to the directory of the file that declares the manifest.
+    pub path: Option<String>,
+    /// Labels for `--tags` selection (a manifest is selected if it has any of the tags).
+    pub tags: Option<Vec<String>>,
+    /// Names of manifests that must be applied (and ready) before this one.
+    #[serde(rename = "dependsOn")]
+    pub depends_on: Option<Vec<String>>,
+    /// Checks run right after this manifest is applied.
+    pub tests: Option<Vec<RawTest>>,
+    /// Other tazuna.yaml files whose manifests replace this entry, in order.
+    pub includes: Option<Vec<RawInclude>>,
+    /// Default namespace for namespaced objects that have none.
+    pub namespace: Option<String>,
+    /// Wait for readiness after applying: `true`, `false`, or `{enabled, timeoutSeconds}`.
+    #[schemars(with = "Option<WaitSchema>")]
+    pub wait: Option<serde_yaml::Value>,
+    /// Delete objects that were applied before but are no longer rendered.
+    pub prune: Option<bool>,
+}
+
+/// The keys of [`RawManifest`], for the loader's own key check.
+pub(crate) const MANIFEST_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "type",
+    "path",
+    "tags",
+    "dependsOn",
+    "tests",
+    "includes",
+    "namespace",
+    "wait",
+    "prune",
+];
+
+/// Per-type blocks that need no plugin declaration: the built-ins and Go's `parallel`.
+pub(crate) const BUILTIN_BLOCKS: &[&str] = &[
+    "manifests",
+    "kustomize",
+    "helm",
+    "helmfile",
+    "genesisSecret",
+    "oras",
+    "parallel",
+];
+
+/// `manifests[].includes[]`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Include")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawInclude {
+    /// Another tazuna.yaml, relative to the directory of this file.
+    pub path: String,
+}
+
+/// The map form of `wait`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "WaitOptions")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWait {
+    /// Whether to wait at all (default `true`).
+    pub enabled: Option<bool>,
+    /// How long to wait for readiness (default 300).
+    #[serde(rename = "timeoutSeconds")]
+    pub timeout_seconds: Option<u64>,
+}
+
+/// `wait: true`, `wait: false` or `wait: {enabled, timeoutSeconds}`.
+#[derive(JsonSchema)]
+#[schemars(rename = "Wait")]
+#[serde(untagged)]
+#[allow(dead_code)] // only describes the schema
+pub(crate) enum WaitSchema {
+    /// On (with the default timeout) or off.
+    Switch(bool),
+    /// On or off with a timeout.
+    Detailed(RawWait),
+}
+
+/// A check run after a manifest (or after all manifests).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Test")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTest {
+    /// `WaitUntil` or `ExistNonExist`.
+    #[serde(rename = "type")]
+    pub kind: RawTestType,
+    /// Pass after this many consecutive successes (default 1).
+    #[serde(rename = "minConsecutiveSuccessCount")]
+    pub min_consecutive_success_count: Option<u32>,
+    /// Fail after this many consecutive failures (0 or unset: only the timeout fails).
+    #[serde(rename = "minConsecutiveFailureCount")]
+    pub min_consecutive_failure_count: Option<u32>,
+    /// Give up after this many seconds (0 or unset: no limit).
+    #[serde(rename = "timeoutSeconds")]
+    pub timeout_seconds: Option<u64>,
+    /// Pause between attempts (default 0).
+    #[serde(rename = "intervalSeconds")]
+    pub interval_seconds: Option<u64>,
+    /// Arguments of a `WaitUntil` test.
+    #[serde(rename = "waitUntil")]
+    pub wait_until: Option<RawWaitUntil>,
+    /// Arguments of an `ExistNonExist` test.
+    #[serde(rename = "existNonExist")]
+    pub exist_non_exist: Option<RawExistNonExist>,
+}
+
+/// The kinds of test.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "TestType")]
+pub(crate) enum RawTestType {
+    /// Poll an object until a CEL condition over `object` holds.
+    WaitUntil,
+    /// Assert that an object exists, or that it does not.
+    ExistNonExist,
+}
+
+/// The type of a Kubernetes object.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Resource")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawResource {
+    /// Such as `apps/v1`.
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    /// Such as `Deployment`.
+    pub kind: String,
+}
+
+/// `waitUntil`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "WaitUntil")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWaitUntil {
+    /// The object's type.
+    pub resource: RawResource,
+    /// The object's namespace (empty or unset for cluster-scoped objects).
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// A CEL expression over `object` that must evaluate to `true`.
+    pub condition: String,
+}
+
+/// `existNonExist`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "ExistNonExist")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawExistNonExist {
+    /// The object's type.
+    pub resource: RawResource,
+    /// The object's namespace (empty or unset for cluster-scoped objects).
+    pub namespace: Option<String>,
+    /// The object's name.
+    pub name: String,
+    /// `true`: the object must exist; `false`: it must not.
+    #[serde(rename = "shouldExist")]
+    pub should_exist: bool,
+}
+
+/// The fixed fields of a secret provider; its config block is taken out first.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawProvider {
+    /// The name GenesisSecret files use in `spec.provider`; `default-op` is reserved.
+    pub name: String,
+    /// `onepassword`, `envfile`, or the name of a secret-resolver plugin.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// Built-in provider config blocks.
+pub(crate) const PROVIDER_BLOCKS: &[&str] = &["onepassword", "envfile"];
+
+/// A manifest entry as editors see it: fixed fields plus per-type blocks. Blocks named after
+/// a plugin in `spec.plugins` are allowed too.
+#[derive(JsonSchema)]
+#[schemars(rename = "Manifest")]
+#[schemars(extend("additionalProperties" = {"type": ["object", "null"]}))]
+#[allow(dead_code)] // only describes the schema
+pub(crate) struct ManifestSchema {
+    #[serde(flatten)]
+    fixed: RawManifest,
+    /// Config of the built-in `manifests` plugin (plain YAML/JSON files at `path`).
+    manifests: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of the built-in `kustomize` plugin, such as `defaultNamespace`.
+    kustomize: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of the built-in `helm` plugin.
+    helm: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of the built-in `helmfile` plugin, such as `vars`, `includeCRDs`,
+    /// `extraValueFiles`, `kubeVersion`.
+    helmfile: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of the built-in `genesissecret` plugin.
+    #[serde(rename = "genesisSecret")]
+    genesis_secret: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of the built-in `oras` plugin: `reference`, `target`, `delegate`.
+    oras: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Go Tazuna's `parallel` type: `children` are read as manifests of their own.
+    parallel: Option<ParallelSchema>,
+}
+
+/// Go Tazuna's `parallel` block.
+#[derive(JsonSchema)]
+#[schemars(rename = "Parallel")]
+#[allow(dead_code)] // only describes the schema
+pub(crate) struct ParallelSchema {
+    /// Manifests that share the parent's position and `dependsOn`.
+    children: Vec<ManifestSchema>,
+}
+
+/// A secret provider as editors see it.
+#[derive(JsonSchema)]
+#[schemars(rename = "Provider")]
+#[schemars(extend("additionalProperties" = {"type": ["object", "null"]}))]
+#[allow(dead_code)] // only describes the schema
+pub(crate) struct ProviderSchema {
+    #[serde(flatten)]
+    fixed: RawProvider,
+    /// Config of a `type: onepassword` provider (currently empty).
+    onepassword: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of a `type: envfile` provider.
+    envfile: Option<EnvFileSchema>,
+}
+
+/// `providers[].envfile`.
+#[derive(JsonSchema)]
+#[schemars(rename = "EnvFile")]
+#[allow(dead_code)] // only describes the schema
+pub(crate) struct EnvFileSchema {
+    /// A dotenv file, relative to the directory of this file.
+    path: String,
+}

@@ -1,0 +1,97 @@
+//! Capability grants: what a plugin asks for, what the user grants, and the
+//! intersection that takes effect.
+//!
+//! A capability is a short string: `exec:<tool>` to run a tool through the `exec`
+//! import, `artifacts:pull` to fetch OCI artifacts. A grant may end in `*` to cover
+//! a family (`exec:*`). Nothing takes effect unless the plugin requested it *and*
+//! it was granted; every host call checks the effective set again.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+/// The capabilities in effect for one plugin.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    effective: BTreeSet<String>,
+}
+
+impl Capabilities {
+    /// No capabilities at all: the default for a third-party plugin.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// The requested capabilities that some grant covers.
+    pub fn effective(requested: &[String], granted: &[String]) -> Self {
+        let effective = requested
+            .iter()
+            .filter(|want| granted.iter().any(|grant| covers(grant, want)))
+            .cloned()
+            .collect();
+        Self { effective }
+    }
+
+    /// Whether `capability` is in effect.
+    pub fn allows(&self, capability: &str) -> bool {
+        self.effective.contains(capability)
+    }
+
+    /// The effective capabilities, sorted.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.effective.iter().map(String::as_str)
+    }
+}
+
+impl fmt::Display for Capabilities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.effective.is_empty() {
+            return f.write_str("none");
+        }
+        let list: Vec<&str> = self.iter().collect();
+        f.write_str(&list.join(", "))
+    }
+}
+
+fn covers(grant: &str, wanted: &str) -> bool {
+    match grant.strip_suffix('*') {
+        Some(prefix) => wanted.starts_with(prefix),
+        None => grant == wanted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn only_requested_and_granted_capabilities_take_effect() {
+        let caps = Capabilities::effective(
+            &strings(&["exec:helm", "exec:kustomize", "artifacts:pull"]),
+            &strings(&["exec:helm", "exec:helmfile"]),
+        );
+        assert_eq!(caps.iter().collect::<Vec<_>>(), ["exec:helm"]);
+        assert!(!caps.allows("exec:helmfile"), "granted but never requested");
+        assert!(!caps.allows("exec:kustomize"), "requested but never granted");
+    }
+
+    #[test]
+    fn wildcard_grant_covers_a_family_only() {
+        let caps = Capabilities::effective(
+            &strings(&["exec:helm", "artifacts:pull"]),
+            &strings(&["exec:*"]),
+        );
+        assert!(caps.allows("exec:helm"));
+        assert!(!caps.allows("artifacts:pull"));
+    }
+
+    #[test]
+    fn nothing_granted_means_nothing_allowed() {
+        let caps = Capabilities::effective(&strings(&["exec:helm"]), &[]);
+        assert_eq!(caps, Capabilities::none());
+        assert_eq!(caps.to_string(), "none");
+    }
+}

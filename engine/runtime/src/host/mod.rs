@@ -1,0 +1,489 @@
+//! The sandboxed plugin host: wasmtime with the component model.
+//!
+//! One [`PluginHost`] per process owns the wasmtime `Engine`, the compile cache and
+//! the epoch ticker. Loading a plugin yields a [`SourcePlugin`]: the component,
+//! pre-linked once (`InstancePre`), plus what it said about itself and the
+//! capabilities in effect. Every call gets a fresh `Store` with:
+//! - a default-deny WASI context: no environment, no sockets, no name lookups;
+//!   the manifest directory preopened read-only at `/manifest` and a per-call
+//!   scratch directory read-write at `/scratch`;
+//! - a time budget (epoch deadline) and a memory budget (`StoreLimits`).
+//!
+//! A plugin that traps, loops or exceeds a budget fails its own call with a
+//! [`HostError`] naming the plugin; nothing else is touched.
+//!
+//! `wasmtime::Error` is not a `std::error::Error`, so this module works in
+//! `wasmtime::Result` internally and converts at its boundary.
+
+mod bindings;
+mod cache;
+mod capabilities;
+mod exec;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime_wasi::p2::add_to_linker_sync;
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+pub use bindings::SOURCE_WORLD;
+pub use bindings::types::{
+    ApiResource, ClusterInfo, Diagnostic, Manifest as RenderedDocument, PluginError, PluginInfo,
+    RenderOutput, RenderRequest, ResolvedRef, Severity, ToolFailure,
+};
+pub use cache::{CompileCache, Provenance};
+pub use capabilities::Capabilities;
+pub use exec::{locate as locate_tool, tool_env_var};
+
+use bindings::{SourcePlugin as SourceBindings, SourcePluginPre};
+use exec::{ExecContext, Mount};
+
+/// Guest path of the manifest directory, preopened read-only.
+pub const MANIFEST_DIR: &str = "/manifest";
+/// Guest path of the per-call scratch directory, preopened read-write.
+pub const SCRATCH_DIR: &str = "/scratch";
+
+/// How often the epoch ticker advances; the granularity of time budgets.
+const TICK: Duration = Duration::from_millis(10);
+
+/// Per-call budgets.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Wall-clock time one call may take (epoch deadline).
+    pub time: Duration,
+    /// Linear memory one call may grow to, in bytes.
+    pub memory: usize,
+}
+
+impl Default for Limits {
+    /// 30 seconds and 512 MiB: generous for rendering, small enough to stop a
+    /// runaway plugin quickly.
+    fn default() -> Self {
+        Self {
+            time: Duration::from_secs(30),
+            memory: 512 * 1024 * 1024,
+        }
+    }
+}
+
+/// Settings for a [`PluginHost`].
+#[derive(Debug, Clone, Default)]
+pub struct HostSettings {
+    /// Budgets applied to every call.
+    pub limits: Limits,
+    /// Root of the on-disk cache (`$XDG_CACHE_HOME/tazuna`); `None` keeps
+    /// compiled code in memory only.
+    pub cache_dir: Option<PathBuf>,
+}
+
+/// Why loading or calling a plugin failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The wasmtime engine could not be set up.
+    #[error("cannot start the plugin runtime: {0}")]
+    Engine(String),
+    /// The bytes are not a valid component, or it targets another world.
+    #[error("plugin `{plugin}` cannot be loaded: {message}")]
+    Load {
+        /// Plugin name or source.
+        plugin: String,
+        /// wasmtime's explanation.
+        message: String,
+    },
+    /// The call ran past its time budget.
+    #[error("plugin `{plugin}` was stopped: it exceeded its time budget of {budget:?}")]
+    TimeBudget {
+        /// Plugin name.
+        plugin: String,
+        /// The budget.
+        budget: Duration,
+    },
+    /// The call tried to grow memory past its budget.
+    #[error("plugin `{plugin}` was stopped: it exceeded its memory budget of {} MiB", budget / (1024 * 1024))]
+    MemoryBudget {
+        /// Plugin name.
+        plugin: String,
+        /// The budget in bytes.
+        budget: usize,
+    },
+    /// The plugin trapped (a panic, an unreachable, a stack overflow).
+    #[error("plugin `{plugin}` crashed: {message}")]
+    Trap {
+        /// Plugin name.
+        plugin: String,
+        /// The trap and its backtrace.
+        message: String,
+    },
+    /// The per-call scratch directory or a preopen could not be set up.
+    #[error("cannot prepare the sandbox for plugin `{plugin}`: {message}")]
+    Sandbox {
+        /// Plugin name.
+        plugin: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// The process-wide plugin runtime.
+pub struct PluginHost {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: CompileCache,
+    limits: Limits,
+    ticker_stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for PluginHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginHost")
+            .field("cache", &self.cache)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PluginHost {
+    fn drop(&mut self) {
+        self.ticker_stop.store(true, Ordering::Relaxed);
+    }
+}
+
+impl PluginHost {
+    /// Start the runtime: one engine, one linker, and the epoch ticker thread.
+    pub fn new(settings: HostSettings) -> Result<Self, HostError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.parallel_compilation(true);
+        let engine = Engine::new(&config).map_err(|e| HostError::Engine(format!("{e:#}")))?;
+
+        let mut linker = Linker::<CallState>::new(&engine);
+        add_to_linker_sync(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        SourceBindings::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
+
+        let ticker_stop = Arc::new(AtomicBool::new(false));
+        let stop = ticker_stop.clone();
+        let weak = engine.weak();
+        std::thread::Builder::new()
+            .name("tazuna-epoch".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    match weak.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(|e| HostError::Engine(format!("cannot start the epoch ticker: {e}")))?;
+
+        let cache = CompileCache::new(&engine, settings.cache_dir.as_deref());
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+            limits: settings.limits,
+            ticker_stop,
+        })
+    }
+
+    /// The compile cache in use.
+    pub fn cache(&self) -> &CompileCache {
+        &self.cache
+    }
+
+    /// Compile (or load from cache) and pre-link a source plugin, then ask it to
+    /// describe itself. `label` names it in errors until it has told its name;
+    /// `granted` is what the user (or, for built-ins, Tazuna) grants.
+    pub fn load_source(
+        &self,
+        label: &str,
+        bytes: &[u8],
+        granted: Grants<'_>,
+    ) -> Result<SourcePlugin, HostError> {
+        let started = Instant::now();
+        let digest = hex::encode(Sha256::digest(bytes));
+        let load_error = |e: wasmtime::Error| HostError::Load {
+            plugin: label.to_owned(),
+            message: format!("{e:#}"),
+        };
+        let (component, provenance) = self
+            .cache
+            .load(&self.engine, &digest, bytes)
+            .map_err(load_error)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .and_then(SourcePluginPre::new)
+            .map_err(|e| HostError::Load {
+                plugin: label.to_owned(),
+                message: format!("{e:#}\nhint: the component must target the WIT world `{SOURCE_WORLD}`"),
+            })?;
+        let mut plugin = SourcePlugin {
+            label: label.to_owned(),
+            digest,
+            pre,
+            info: PluginInfo {
+                name: label.to_owned(),
+                version: String::new(),
+                description: String::new(),
+                config_schema: "{}".into(),
+                capabilities: Vec::new(),
+            },
+            capabilities: Capabilities::none(),
+            provenance,
+        };
+        plugin.info = self.call(&plugin, None, |bindings, store| {
+            bindings.tazuna_plugin_source().call_describe(store)
+        })?;
+        plugin.capabilities = match granted {
+            Grants::Requested => Capabilities::effective(
+                &plugin.info.capabilities,
+                &plugin.info.capabilities,
+            ),
+            Grants::List(list) => Capabilities::effective(&plugin.info.capabilities, list),
+        };
+        tracing::debug!(
+            plugin = %plugin.info.name,
+            ?provenance,
+            elapsed = ?started.elapsed(),
+            "plugin loaded"
+        );
+        Ok(plugin)
+    }
+
+    /// Ask `plugin` to check a manifest's config.
+    pub fn validate(
+        &self,
+        plugin: &SourcePlugin,
+        config: &str,
+    ) -> Result<Vec<Diagnostic>, HostError> {
+        let config = config.to_owned();
+        self.call(plugin, None, |bindings, store| {
+            bindings.tazuna_plugin_source().call_validate(store, &config)
+        })
+    }
+
+    /// Render one manifest. `manifest_dir` is preopened read-only at
+    /// [`MANIFEST_DIR`]; the request's `workdir` and `scratch` are filled in here.
+    pub fn render(
+        &self,
+        plugin: &SourcePlugin,
+        manifest_dir: &Path,
+        mut request: RenderRequest,
+    ) -> Result<Result<RenderOutput, PluginError>, HostError> {
+        request.workdir = MANIFEST_DIR.to_owned();
+        request.scratch = SCRATCH_DIR.to_owned();
+        self.call(plugin, Some(manifest_dir), |bindings, store| {
+            bindings.tazuna_plugin_source().call_render(store, &request)
+        })
+    }
+
+    /// One call in a fresh store, with budgets and a fresh sandbox.
+    fn call<R>(
+        &self,
+        plugin: &SourcePlugin,
+        manifest_dir: Option<&Path>,
+        f: impl FnOnce(&SourceBindings, &mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, HostError> {
+        let name = plugin.info.name.clone();
+        let sandbox_error = |message: String| HostError::Sandbox {
+            plugin: name.clone(),
+            message,
+        };
+        let scratch = tempfile::Builder::new()
+            .prefix("tazuna-scratch-")
+            .tempdir()
+            .map_err(|e| sandbox_error(format!("scratch directory: {e}")))?;
+
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        let mut mounts = Vec::new();
+        if let Some(dir) = manifest_dir {
+            wasi.preopened_dir(dir, MANIFEST_DIR, FsPerms::ReadOnly)
+                .map_err(|e| sandbox_error(format!("`{}`: {e:#}", dir.display())))?;
+            mounts.push(Mount {
+                guest: MANIFEST_DIR.to_owned(),
+                host: dir.to_owned(),
+            });
+        }
+        wasi.preopened_dir(scratch.path(), SCRATCH_DIR, FsPerms::ReadWrite)
+            .map_err(|e| sandbox_error(format!("scratch directory: {e:#}")))?;
+        mounts.push(Mount {
+            guest: SCRATCH_DIR.to_owned(),
+            host: scratch.path().to_owned(),
+        });
+
+        let state = CallState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limits: StoreLimitsBuilder::new()
+                .memory_size(self.limits.memory)
+                .trap_on_grow_failure(true)
+                .build(),
+            plugin: name.clone(),
+            capabilities: plugin.capabilities.clone(),
+            mounts,
+            exec_budget: self.limits.time,
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limits);
+        let ticks = (self.limits.time.as_millis() / TICK.as_millis()).max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.epoch_deadline_trap();
+
+        let result = plugin
+            .pre
+            .instantiate(&mut store)
+            .and_then(|bindings| f(&bindings, &mut store));
+        result.map_err(|error| self.classify(&name, error))
+    }
+
+    fn classify(&self, plugin: &str, error: wasmtime::Error) -> HostError {
+        let plugin = plugin.to_owned();
+        match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => HostError::TimeBudget {
+                plugin,
+                budget: self.limits.time,
+            },
+            _ if format!("{error:#}").contains("forcing trap when growing memory") => {
+                HostError::MemoryBudget {
+                    plugin,
+                    budget: self.limits.memory,
+                }
+            }
+            _ => HostError::Trap {
+                plugin,
+                message: format!("{error:#}"),
+            },
+        }
+    }
+}
+
+/// Where a plugin's grants come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Grants<'a> {
+    /// A built-in: it carries its own grants, so what it requests takes effect.
+    Requested,
+    /// A third-party plugin: the grants the user wrote in `spec.plugins[].grants`.
+    List(&'a [String]),
+}
+
+/// A loaded, pre-linked source plugin.
+pub struct SourcePlugin {
+    label: String,
+    digest: String,
+    pre: SourcePluginPre<CallState>,
+    info: PluginInfo,
+    capabilities: Capabilities,
+    provenance: Provenance,
+}
+
+impl std::fmt::Debug for SourcePlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourcePlugin")
+            .field("label", &self.label)
+            .field("digest", &self.digest)
+            .field("capabilities", &self.capabilities)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SourcePlugin {
+    /// What the plugin said about itself.
+    pub fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+
+    /// Hex sha256 of the component bytes.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Capabilities in effect.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// Whether loading compiled anything.
+    pub fn provenance(&self) -> Provenance {
+        self.provenance
+    }
+}
+
+/// Everything one call's store holds.
+struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limits: StoreLimits,
+    plugin: String,
+    capabilities: Capabilities,
+    mounts: Vec<Mount>,
+    exec_budget: Duration,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::types::Host for CallState {}
+
+impl bindings::log::Host for CallState {
+    fn log(&mut self, level: bindings::log::Level, message: String) {
+        use bindings::log::Level;
+        let plugin = self.plugin.as_str();
+        match level {
+            Level::Trace => tracing::trace!(plugin, "{message}"),
+            Level::Debug => tracing::debug!(plugin, "{message}"),
+            Level::Info => tracing::info!(plugin, "{message}"),
+            Level::Warn => tracing::warn!(plugin, "{message}"),
+            Level::Error => tracing::error!(plugin, "{message}"),
+        }
+    }
+}
+
+impl bindings::exec::Host for CallState {
+    fn run(
+        &mut self,
+        command: bindings::exec::Command,
+    ) -> Result<bindings::exec::Output, PluginError> {
+        let ctx = ExecContext {
+            plugin: &self.plugin,
+            capabilities: &self.capabilities,
+            mounts: &self.mounts,
+            max_timeout: self.exec_budget,
+        };
+        exec::run(&ctx, command)
+    }
+}
+
+impl bindings::artifacts::Host for CallState {
+    fn pull_oci(
+        &mut self,
+        reference: String,
+        _media_types: Vec<String>,
+    ) -> Result<bindings::artifacts::Fetched, PluginError> {
+        if !self.capabilities.allows("artifacts:pull") {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{}` may not pull `{reference}`: capability `artifacts:pull` is not granted",
+                self.plugin
+            )));
+        }
+        Err(PluginError::CapabilityDenied(format!(
+            "pulling OCI artifacts (`{reference}`) is not available in this version of Tazuna"
+        )))
+    }
+}

@@ -1,0 +1,18 @@
+//! Tazuna's engine: everything between a loaded `tazuna.yaml` and its results.
+//!
+//! - [`host`]: the sandboxed wasmtime plugin host (the only module with `unsafe`);
+//! - [`plugins`]: the built-in plugins embedded in the binary, and loading
+//!   third-party ones pinned in `spec.plugins`;
+//! - [`render`]: one plugin call per manifest, in parallel, into Kubernetes objects;
+//! - [`report`]: output formats shared by every command.
+//!
+//! The pure parts (config model, manifest graph) live in `tazuna-core`, which
+//! depends on neither wasmtime nor an HTTP client.
+
+pub mod host;
+pub mod plugins;
+pub mod render;
+pub mod report;
+
+/// The version of this build of Tazuna.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,365 @@
+//! Rendering: one plugin call per manifest, all in parallel, into Kubernetes
+//! objects.
+//!
+//! Each manifest is rendered in its own sandboxed call. A manifest whose plugin
+//! fails, traps, loops or returns malformed documents gets a [`RenderError`]
+//! naming the manifest and the plugin; every other manifest still renders.
+//! Results come back in the order the manifests were given, whatever order the
+//! calls finished in.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use tazuna_core::config::Manifest;
+
+use crate::host::{
+    ClusterInfo, Diagnostic, HostError, PluginError, PluginHost, RenderRequest, Severity,
+    SourcePlugin,
+};
+use crate::plugins::PluginSet;
+
+/// What every render of one run shares.
+#[derive(Debug, Clone, Default)]
+pub struct RenderSettings {
+    /// The environment selected with `-e`.
+    pub environment: Option<String>,
+    /// That environment's `values`.
+    pub values: Value,
+    /// The target cluster, when known.
+    pub cluster: Option<ClusterInfo>,
+    /// Most calls at once; 0 means one per CPU.
+    pub concurrency: usize,
+}
+
+/// One Kubernetes object a plugin produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Object {
+    /// The object.
+    pub value: Value,
+    /// Where the plugin says it came from (`install.yaml#3`).
+    pub origin: Option<String>,
+}
+
+impl Object {
+    /// `apiVersion`.
+    pub fn api_version(&self) -> &str {
+        self.value["apiVersion"].as_str().unwrap_or_default()
+    }
+
+    /// `kind`.
+    pub fn kind(&self) -> &str {
+        self.value["kind"].as_str().unwrap_or_default()
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        self.value["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    /// `metadata.namespace`, if set.
+    pub fn namespace(&self) -> Option<&str> {
+        self.value["metadata"]["namespace"].as_str()
+    }
+}
+
+/// A manifest, rendered.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The manifest's name.
+    pub manifest: String,
+    /// Name of the plugin that rendered it.
+    pub plugin: String,
+    /// That plugin's version.
+    pub plugin_version: String,
+    /// Hex sha256 of that plugin's component.
+    pub plugin_digest: String,
+    /// The objects, in the plugin's order.
+    pub objects: Vec<Object>,
+    /// Warnings and notes from the plugin.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Why one manifest did not render.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// No plugin serves the manifest's type.
+    #[error("manifest `{manifest}`: no plugin serves type `{kind}`")]
+    NoPlugin {
+        /// Manifest name.
+        manifest: String,
+        /// Its type.
+        kind: String,
+    },
+    /// The sandbox stopped the plugin, or it crashed.
+    #[error("manifest `{manifest}`: {source}")]
+    Host {
+        /// Manifest name.
+        manifest: String,
+        /// What the host saw.
+        source: HostError,
+    },
+    /// The plugin returned an error.
+    #[error("manifest `{manifest}`: plugin `{plugin}` failed: {}", describe(error))]
+    Plugin {
+        /// Manifest name.
+        manifest: String,
+        /// Plugin name.
+        plugin: String,
+        /// The plugin's error.
+        error: PluginError,
+    },
+    /// The plugin returned something that is not a Kubernetes object.
+    #[error("manifest `{manifest}`: plugin `{plugin}` returned an invalid document{}: {message}", origin.as_deref().map(|o| format!(" (from `{o}`)")).unwrap_or_default())]
+    InvalidOutput {
+        /// Manifest name.
+        manifest: String,
+        /// Plugin name.
+        plugin: String,
+        /// The document's origin, if the plugin gave one.
+        origin: Option<String>,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl RenderError {
+    /// The manifest this error belongs to.
+    pub fn manifest(&self) -> &str {
+        match self {
+            Self::NoPlugin { manifest, .. }
+            | Self::Host { manifest, .. }
+            | Self::Plugin { manifest, .. }
+            | Self::InvalidOutput { manifest, .. } => manifest,
+        }
+    }
+}
+
+/// A plugin error as one line a person can act on.
+pub fn describe(error: &PluginError) -> String {
+    let diagnostics = |list: &[Diagnostic]| {
+        list.iter()
+            .map(|d| match &d.path {
+                Some(path) => format!("{path}: {}", d.message),
+                None => d.message.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    match error {
+        PluginError::InvalidConfig(list) => format!("invalid config: {}", diagnostics(list)),
+        PluginError::InvalidInput(list) => format!("invalid input: {}", diagnostics(list)),
+        PluginError::NotFound(what) => format!("not found: {what}"),
+        PluginError::CapabilityDenied(what) => format!("capability denied: {what}"),
+        PluginError::ToolFailed(failure) => format!(
+            "`{}` failed{}: {}",
+            failure.tool,
+            failure
+                .exit_code
+                .map(|c| format!(" with exit code {c}"))
+                .unwrap_or_default(),
+            failure.stderr_tail.trim()
+        ),
+        PluginError::Network(what) => format!("network: {what}"),
+        PluginError::Timeout(what) => format!("timed out: {what}"),
+        PluginError::Other(what) => what.clone(),
+    }
+}
+
+/// Render `manifests` in parallel. The result has one entry per manifest, in
+/// the same order.
+pub fn render_all(
+    host: &PluginHost,
+    plugins: &PluginSet,
+    manifests: &[&Manifest],
+    settings: &RenderSettings,
+) -> Vec<Result<Rendered, RenderError>> {
+    let workers = match settings.concurrency {
+        0 => std::thread::available_parallelism().map_or(2, usize::from),
+        n => n,
+    }
+    .min(manifests.len())
+    .max(1);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Rendered, RenderError>>>> =
+        Mutex::new((0..manifests.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(manifest) = manifests.get(index) else {
+                        break;
+                    };
+                    let result = render_one(host, plugins, manifest, settings);
+                    results.lock().expect("no worker panics while holding the lock")[index] =
+                        Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("workers are done")
+        .into_iter()
+        .map(|slot| slot.expect("every manifest was rendered"))
+        .collect()
+}
+
+/// Render one manifest.
+pub fn render_one(
+    host: &PluginHost,
+    plugins: &PluginSet,
+    manifest: &Manifest,
+    settings: &RenderSettings,
+) -> Result<Rendered, RenderError> {
+    let Some(plugin) = plugins.get(&manifest.kind) else {
+        return Err(RenderError::NoPlugin {
+            manifest: manifest.name.clone(),
+            kind: manifest.kind.clone(),
+        });
+    };
+    let request = RenderRequest {
+        manifest_name: manifest.name.clone(),
+        path: manifest.path.clone(),
+        config: manifest.config.to_string(),
+        namespace: manifest.namespace.clone(),
+        environment: settings.environment.clone(),
+        values: if settings.values.is_null() {
+            "{}".to_owned()
+        } else {
+            settings.values.to_string()
+        },
+        cluster: settings.cluster.clone(),
+        locked: None,
+        workdir: String::new(),
+        scratch: String::new(),
+    };
+    let output = host
+        .render(plugin, &manifest.base_dir, request)
+        .map_err(|source| RenderError::Host {
+            manifest: manifest.name.clone(),
+            source,
+        })?
+        .map_err(|error| RenderError::Plugin {
+            manifest: manifest.name.clone(),
+            plugin: plugin.info().name.clone(),
+            error,
+        })?;
+    for diagnostic in &output.diagnostics {
+        match diagnostic.severity {
+            Severity::Error | Severity::Warning => {
+                tracing::warn!(manifest = %manifest.name, "{}", diagnostic.message);
+            }
+            Severity::Info => tracing::debug!(manifest = %manifest.name, "{}", diagnostic.message),
+        }
+    }
+    let objects = output
+        .manifests
+        .into_iter()
+        .map(|doc| parse_document(plugin, &manifest.name, doc.content, doc.origin))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Rendered {
+        manifest: manifest.name.clone(),
+        plugin: plugin.info().name.clone(),
+        plugin_version: plugin.info().version.clone(),
+        plugin_digest: plugin.digest().to_owned(),
+        objects,
+        diagnostics: output.diagnostics,
+    })
+}
+
+/// Parse one document a plugin returned. JSON is the fast path; anything else
+/// is read as YAML.
+fn parse_document(
+    plugin: &SourcePlugin,
+    manifest: &str,
+    content: String,
+    origin: Option<String>,
+) -> Result<Object, RenderError> {
+    let invalid = |message: String, origin: Option<String>| RenderError::InvalidOutput {
+        manifest: manifest.to_owned(),
+        plugin: plugin.info().name.clone(),
+        origin,
+        message,
+    };
+    let trimmed = content.trim_start();
+    let parsed: Result<Value, String> = if trimmed.starts_with('{') {
+        serde_json::from_str(trimmed).map_err(|e| e.to_string())
+    } else {
+        serde_yaml::from_str(trimmed).map_err(|e| e.to_string())
+    };
+    let value = match parsed {
+        Ok(value) => value,
+        Err(message) => return Err(invalid(message, origin)),
+    };
+    let check = |field: &str, ok: bool| {
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("the document has no `{field}`"))
+        }
+    };
+    let checked = check("apiVersion", value["apiVersion"].is_string())
+        .and_then(|()| check("kind", value["kind"].is_string()))
+        .and_then(|()| {
+            check(
+                "metadata.name",
+                value["metadata"]["name"].is_string()
+                    || value["metadata"]["generateName"].is_string(),
+            )
+        });
+    if let Err(message) = checked {
+        if !value.is_object() {
+            return Err(invalid("the document is not a mapping".to_owned(), origin));
+        }
+        return Err(invalid(message, origin));
+    }
+    Ok(Object { value, origin })
+}
+
+/// What is wrong with a manifest's `path`, found without running its plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathProblem {
+    /// Nothing exists there.
+    Missing,
+    /// It leaves the manifest directory, which is all the plugin can see.
+    OutsideManifestDir,
+}
+
+/// Check a manifest's `path` against its directory `base`, for `tazuna check`.
+/// Globs are only checked for leaving the directory; the plugin expands them.
+pub fn check_path(base: &Path, path: &str) -> Option<PathProblem> {
+    use std::path::Component;
+    let mut depth: usize = 0;
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::ParentDir if depth > 0 => depth -= 1,
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Some(PathProblem::OutsideManifestDir);
+            }
+        }
+    }
+    let is_glob = path.contains(['*', '?', '[']);
+    (!is_glob && !base.join(path).exists()).then_some(PathProblem::Missing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_that_leave_the_manifest_directory_are_caught() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(check_path(base, "src"), None);
+        assert_eq!(check_path(base, "src/../src/lib.rs"), None);
+        assert_eq!(check_path(base, "*.toml"), None);
+        assert_eq!(check_path(base, "nothing-here.yaml"), Some(PathProblem::Missing));
+        assert_eq!(check_path(base, "../outside"), Some(PathProblem::OutsideManifestDir));
+        assert_eq!(check_path(base, "src/../../x"), Some(PathProblem::OutsideManifestDir));
+        assert_eq!(check_path(base, "/etc/passwd"), Some(PathProblem::OutsideManifestDir));
+    }
+}

@@ -1,0 +1,39 @@
+//! Developer tasks: `cargo xtask <task>`. Each task lives in its own module.
+
+mod cluster;
+mod plugins;
+mod quickstart;
+mod test;
+
+use clap::{Parser, Subcommand};
+
+/// Developer tasks for the Tazuna workspace.
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Build the built-in plugins, the SDK example and the sandbox test plugins
+    /// for wasm32-wasip2 in one cargo invocation, into target/plugins/.
+    BuildPlugins(plugins::BuildPlugins),
+    /// Install what the tests need (rustup target, Debian packages, the Go-built
+    /// control plane and tools), build the plugins, and run every test. CI runs this.
+    Test(test::Test),
+    /// Build the plugins and the CLI, then check and build the quickstart.
+    Quickstart(quickstart::Quickstart),
+    /// Start, stop and list local harness clusters (real control planes on loopback).
+    Cluster(cluster::ClusterArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    match Cli::parse().task {
+        Task::BuildPlugins(args) => args.run(),
+        Task::Test(args) => args.run(),
+        Task::Quickstart(args) => args.run(),
+        Task::Cluster(args) => args.run(),
+    }
+}

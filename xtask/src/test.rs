@@ -1,0 +1,103 @@
+//! `cargo xtask test`: everything a fresh machine needs, then every test.
+//!
+//! In order: the `wasm32-wasip2` rustup target, the Debian packages and the
+//! Go-built Kubernetes and tool binaries (`tests/controlplane/install.sh`, cached
+//! under `~/.cache/tazuna-dev/`), the wasm plugins, then the workspace's tests,
+//! the plugins' own unit tests (run on the host target), and clippy on both
+//! workspaces. CI runs exactly this.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use clap::Args;
+
+/// Install what the tests need, build the plugins and run every test.
+#[derive(Debug, Args)]
+pub struct Test {
+    /// Skip installing packages and building the control plane (use what is there).
+    #[arg(long)]
+    no_install: bool,
+    /// Extra arguments for `cargo test` on the main workspace (after `--`).
+    #[arg(last = true)]
+    cargo_args: Vec<String>,
+}
+
+impl Test {
+    /// Run the whole suite.
+    pub fn run(self) -> anyhow::Result<()> {
+        let root = root();
+        step("rustup target add wasm32-wasip2", || {
+            run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))
+        })?;
+        let install = root.join("tests/controlplane/install.sh");
+        if !self.no_install && install.is_file() {
+            step("tests/controlplane/install.sh", || {
+                run(Command::new("bash").arg(&install))
+            })?;
+        }
+        step("cargo xtask build-plugins", || {
+            crate::plugins::BuildPlugins::default().run()
+        })?;
+        step("cargo test --workspace", || {
+            run(cargo(&root)
+                .args(["test", "--workspace", "--locked"])
+                .args(&self.cargo_args))
+        })?;
+        step("plugin unit tests (host target)", || {
+            run(cargo(&root).args([
+                "test",
+                "--manifest-path",
+                "plugins/Cargo.toml",
+                "--workspace",
+                "--target",
+                host_target()?.as_str(),
+            ]))
+        })?;
+        step("cargo clippy", || {
+            run(cargo(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
+        })?;
+        Ok(())
+    }
+}
+
+fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
+    eprintln!("==> {name}");
+    let started = std::time::Instant::now();
+    f().with_context(|| format!("step `{name}` failed"))?;
+    eprintln!("==> {name}: done in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn run(command: &mut Command) -> anyhow::Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} exited with {status}");
+    }
+    Ok(())
+}
+
+fn cargo(root: &Path) -> Command {
+    let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(root);
+    command
+}
+
+fn host_target() -> anyhow::Result<String> {
+    let output = Command::new("rustc").arg("-vV").output().context("cannot run rustc")?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .map(str::to_owned)
+        .context("`rustc -vV` printed no host triple")
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives inside the workspace")
+        .to_owned()
+}
