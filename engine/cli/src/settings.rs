@@ -13,15 +13,33 @@ use tazuna_engine::report::{Color, OutputFormat};
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// The tazuna.yaml to read.
-    #[arg(short = 'f', long, global = true, env = "TAZUNA_FILE", default_value = "tazuna.yaml")]
+    #[arg(
+        short = 'f',
+        long,
+        global = true,
+        env = "TAZUNA_FILE",
+        default_value = "tazuna.yaml"
+    )]
     file: PathBuf,
 
     /// Select `spec.environments.<NAME>`: its context rules and its values.
-    #[arg(short = 'e', long, global = true, env = "TAZUNA_ENVIRONMENT", value_name = "NAME")]
+    #[arg(
+        short = 'e',
+        long,
+        global = true,
+        env = "TAZUNA_ENVIRONMENT",
+        value_name = "NAME"
+    )]
     environment: Option<String>,
 
     /// Only manifests carrying one of these tags (comma-separated or repeated).
-    #[arg(short = 't', long, global = true, value_delimiter = ',', value_name = "TAG")]
+    #[arg(
+        short = 't',
+        long,
+        global = true,
+        value_delimiter = ',',
+        value_name = "TAG"
+    )]
     tags: Vec<String>,
 
     /// Output format.
@@ -33,11 +51,23 @@ pub struct GlobalArgs {
     log_level: LogLevel,
 
     /// Time budget of one plugin call, in seconds.
-    #[arg(long, global = true, env = "TAZUNA_PLUGIN_TIMEOUT", value_name = "SECONDS", default_value_t = 30.0)]
+    #[arg(
+        long,
+        global = true,
+        env = "TAZUNA_PLUGIN_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 30.0
+    )]
     plugin_timeout: f64,
 
     /// Memory budget of one plugin call, in MiB.
-    #[arg(long, global = true, env = "TAZUNA_PLUGIN_MEMORY", value_name = "MIB", default_value_t = 512)]
+    #[arg(
+        long,
+        global = true,
+        env = "TAZUNA_PLUGIN_MEMORY",
+        value_name = "MIB",
+        default_value_t = 512
+    )]
     plugin_memory: usize,
 }
 

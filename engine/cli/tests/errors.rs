@@ -21,9 +21,8 @@ fn missing_file() {
 
 #[test]
 fn yaml_syntax_error_names_line_and_column() {
-    let (dir, run) = check(
-        "spec:\n  manifests:\n    - name: a\n      type: manifests\n      path: [x\n",
-    );
+    let (dir, run) =
+        check("spec:\n  manifests:\n    - name: a\n      type: manifests\n      path: [x\n");
     assert_eq!(run.code, 1);
     filters(dir.path()).bind(|| insta::assert_snapshot!(run.transcript()));
 }
@@ -66,14 +65,17 @@ fn dependency_cycle_shows_its_path() {
 
 #[test]
 fn unknown_type_suggests_a_known_one() {
-    let (dir, run) = check("spec:\n  manifests:\n    - name: a\n      type: manifest\n      path: .\n");
+    let (dir, run) =
+        check("spec:\n  manifests:\n    - name: a\n      type: manifest\n      path: .\n");
     assert_eq!(run.code, 1);
     filters(dir.path()).bind(|| insta::assert_snapshot!(run.transcript()));
 }
 
 #[test]
 fn missing_path_is_reported_by_check() {
-    let (dir, run) = check("spec:\n  manifests:\n    - name: a\n      type: manifests\n      path: nowhere.yaml\n");
+    let (dir, run) = check(
+        "spec:\n  manifests:\n    - name: a\n      type: manifests\n      path: nowhere.yaml\n",
+    );
     assert_eq!(run.code, 1);
     filters(dir.path()).bind(|| insta::assert_snapshot!(run.transcript()));
 }
@@ -98,7 +100,9 @@ fn plugin_returning_invalid_yaml_names_plugin_and_manifest() {
 
 #[test]
 fn malformed_input_file_names_file_and_document() {
-    let dir = project("spec:\n  manifests:\n    - name: a\n      type: manifests\n      path: objects.yaml\n");
+    let dir = project(
+        "spec:\n  manifests:\n    - name: a\n      type: manifests\n      path: objects.yaml\n",
+    );
     std::fs::write(
         dir.path().join("objects.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: [two\n",

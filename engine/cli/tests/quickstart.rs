@@ -63,14 +63,21 @@ fn build_renders_every_argo_cd_object_into_argocd() {
         let kind = doc["kind"].as_str().unwrap();
         let namespace = &doc["metadata"]["namespace"];
         if CLUSTER_SCOPED.contains(&kind) {
-            assert!(namespace.is_null(), "{:?} must stay cluster-scoped", key(doc));
+            assert!(
+                namespace.is_null(),
+                "{:?} must stay cluster-scoped",
+                key(doc)
+            );
         } else {
             assert_eq!(namespace.as_str(), Some("argocd"), "{:?}", key(doc));
         }
     }
 
     // `projects` depends on `argocd`, so the AppProject comes last.
-    assert_eq!(key(rendered.last().unwrap()), ("AppProject".into(), "platform".into()));
+    assert_eq!(
+        key(rendered.last().unwrap()),
+        ("AppProject".into(), "platform".into())
+    );
 }
 
 #[test]
@@ -79,7 +86,10 @@ fn build_is_deterministic_and_json_matches_yaml() {
     let first = tazuna(&dir, &["build"]);
     let second = tazuna(&dir, &["build"]);
     assert_eq!(first.code, 0, "{}", first.transcript());
-    assert_eq!(first.stdout, second.stdout, "two builds print the same bytes");
+    assert_eq!(
+        first.stdout, second.stdout,
+        "two builds print the same bytes"
+    );
 
     let json = tazuna(&dir, &["build", "-o", "json"]);
     assert_eq!(json.code, 0, "{}", json.transcript());
@@ -126,6 +136,20 @@ fn init_writes_a_starter_that_checks_and_refuses_to_overwrite() {
     let dir = tempfile::tempdir().unwrap();
     let run = tazuna(dir.path(), &["init"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
+    let check = tazuna(dir.path(), &["check"]);
+    assert_eq!(
+        check.code,
+        0,
+        "the starter checks as written: {}",
+        check.transcript()
+    );
+    let build = tazuna(dir.path(), &["build"]);
+    assert_eq!(build.code, 0, "{}", build.transcript());
+    assert!(
+        build.stdout.contains("name: cert-manager"),
+        "{}",
+        build.stdout
+    );
     let again = tazuna(dir.path(), &["init"]);
     assert_eq!(again.code, 1);
     assert!(again.stderr.contains("--force"), "{}", again.stderr);

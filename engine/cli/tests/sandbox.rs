@@ -43,7 +43,12 @@ fn assert_good_rendered(run: &common::Run) {
     let docs: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_str(&run.stdout)
         .map(|doc| serde::Deserialize::deserialize(doc).expect("stdout is YAML"))
         .collect();
-    assert_eq!(docs.len(), 1, "exactly the good manifest's object: {}", run.stdout);
+    assert_eq!(
+        docs.len(),
+        1,
+        "exactly the good manifest's object: {}",
+        run.stdout
+    );
     assert_eq!(docs[0]["kind"], "ConfigMap");
     assert_eq!(run.code, 1, "a failed manifest fails the command");
 }
@@ -52,27 +57,34 @@ fn assert_good_rendered(run: &common::Run) {
 fn a_plugin_that_loops_forever_is_stopped_by_its_time_budget() {
     let (dir, run) = build_with("{ action: loop }");
     assert_good_rendered(&run);
-    filters(dir.path()).bind(|| insta::assert_snapshot!(run.stderr, @r"
+    filters(dir.path()).bind(|| {
+        insta::assert_snapshot!(run.stderr, @r"
     error: manifest `bad`: plugin `probe` was stopped: it exceeded its time budget of [TIME]
     error: 1 of 2 manifests failed to render; the others were printed
-    "));
+    ")
+    });
 }
 
 #[test]
 fn a_plugin_that_allocates_without_bound_is_stopped_by_its_memory_budget() {
     let (dir, run) = build_with("{ action: alloc }");
     assert_good_rendered(&run);
-    filters(dir.path()).bind(|| insta::assert_snapshot!(run.stderr, @r"
+    filters(dir.path()).bind(|| {
+        insta::assert_snapshot!(run.stderr, @r"
     error: manifest `bad`: plugin `probe` was stopped: it exceeded its memory budget of 64 MiB
     error: 1 of 2 manifests failed to render; the others were printed
-    "));
+    ")
+    });
 }
 
 #[test]
 fn a_plugin_cannot_read_files_outside_its_preopens() {
     let (dir, run) = build_with("{ action: read, file: /etc/passwd }");
     assert_good_rendered(&run);
-    assert!(!run.stdout.contains("root:"), "no /etc/passwd content leaked");
+    assert!(
+        !run.stdout.contains("root:"),
+        "no /etc/passwd content leaked"
+    );
     filters(dir.path()).bind(|| insta::assert_snapshot!(run.stderr));
 }
 

@@ -76,7 +76,10 @@ fn call(c: &mut Criterion) {
     };
     c.bench_function("call/render-empty", |b| {
         b.iter(|| {
-            let out = host.render(&plugin, empty.path(), request()).unwrap().unwrap();
+            let out = host
+                .render(&plugin, empty.path(), request())
+                .unwrap()
+                .unwrap();
             black_box(out)
         })
     });
@@ -117,7 +120,8 @@ fn build(c: &mut Criterion) {
             ] {
                 let text = std::fs::read_to_string(dir.join(file)).unwrap();
                 for doc in serde_yaml::Deserializer::from_str(&text) {
-                    let mut value: serde_json::Value = serde::Deserialize::deserialize(doc).unwrap();
+                    let mut value: serde_json::Value =
+                        serde::Deserialize::deserialize(doc).unwrap();
                     if value.is_null() {
                         continue;
                     }

@@ -54,7 +54,9 @@ pub enum PluginLoadError {
         source: std::io::Error,
     },
     /// OCI sources need the distribution support that is not built yet.
-    #[error("plugin `{name}`: `oci://{reference}` sources are not supported yet\nhint: download the component and use `source: file://<path>` for now")]
+    #[error(
+        "plugin `{name}`: `oci://{reference}` sources are not supported yet\nhint: download the component and use `source: file://<path>` for now"
+    )]
     UnsupportedSource {
         /// Plugin name.
         name: String,

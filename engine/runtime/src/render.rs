@@ -141,8 +141,10 @@ pub fn describe(error: &PluginError) -> String {
     let diagnostics = |list: &[Diagnostic]| {
         list.iter()
             .map(|d| match &d.path {
-                Some(path) => format!("{path}: {}", d.message),
-                None => d.message.clone(),
+                Some(path) if !d.message.starts_with(path.as_str()) => {
+                    format!("{path}: {}", d.message)
+                }
+                _ => d.message.clone(),
             })
             .collect::<Vec<_>>()
             .join("; ")
@@ -193,8 +195,9 @@ pub fn render_all(
                         break;
                     };
                     let result = render_one(host, plugins, manifest, settings);
-                    results.lock().expect("no worker panics while holding the lock")[index] =
-                        Some(result);
+                    results
+                        .lock()
+                        .expect("no worker panics while holding the lock")[index] = Some(result);
                 }
             });
         }
@@ -357,9 +360,21 @@ mod tests {
         assert_eq!(check_path(base, "src"), None);
         assert_eq!(check_path(base, "src/../src/lib.rs"), None);
         assert_eq!(check_path(base, "*.toml"), None);
-        assert_eq!(check_path(base, "nothing-here.yaml"), Some(PathProblem::Missing));
-        assert_eq!(check_path(base, "../outside"), Some(PathProblem::OutsideManifestDir));
-        assert_eq!(check_path(base, "src/../../x"), Some(PathProblem::OutsideManifestDir));
-        assert_eq!(check_path(base, "/etc/passwd"), Some(PathProblem::OutsideManifestDir));
+        assert_eq!(
+            check_path(base, "nothing-here.yaml"),
+            Some(PathProblem::Missing)
+        );
+        assert_eq!(
+            check_path(base, "../outside"),
+            Some(PathProblem::OutsideManifestDir)
+        );
+        assert_eq!(
+            check_path(base, "src/../../x"),
+            Some(PathProblem::OutsideManifestDir)
+        );
+        assert_eq!(
+            check_path(base, "/etc/passwd"),
+            Some(PathProblem::OutsideManifestDir)
+        );
     }
 }

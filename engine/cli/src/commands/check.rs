@@ -54,7 +54,7 @@ impl Check {
                     ),
                 };
                 problems.push(format!(
-                    "error: manifest `{}`: path `{path}` {what} (`{}`)\n  --> {at}\nhint: {hint}",
+                    "error: manifest `{}`: path `{path}` {what} (manifest directory: `{}`)\n  --> {at}\nhint: {hint}",
                     manifest.name,
                     manifest.base_dir.display()
                 ));

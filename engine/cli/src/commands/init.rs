@@ -8,10 +8,24 @@ use clap::Args;
 
 use crate::settings::GlobalSettings;
 
+/// Files the starter's manifests point at, created when missing.
+const STARTER_FILES: &[(&str, &str)] = &[
+    (
+        "manifests/namespaces/namespaces.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n",
+    ),
+    (
+        "manifests/cert-manager/README.md",
+        "Put cert-manager's manifests here (YAML or JSON files).\n",
+    ),
+];
+
 /// Write a commented starter tazuna.yaml (to the path given with -f).
 ///
-/// The starter declares one raw-manifests layer and one that depends on it,
-/// with an environment per cluster. Edit it, then run `tazuna check`.
+/// The starter declares a namespaces layer and a cert-manager layer that
+/// depends on it, with an environment per cluster. The directories it names
+/// are created next to it (with a Namespace to start from), so `tazuna check`
+/// passes right away. Edit it, then run `tazuna check` and `tazuna build`.
 #[derive(Debug, Args)]
 pub struct Init {
     /// Overwrite the file if it exists.
@@ -40,6 +54,19 @@ impl Init {
         };
         file.write_all(tazuna_core::config::STARTER.as_bytes())
             .with_context(|| format!("cannot write `{}`", path.display()))?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        for (file, content) in STARTER_FILES {
+            let target = dir.join(file);
+            if target.exists() {
+                continue;
+            }
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("cannot create `{}`", parent.display()))?;
+            }
+            std::fs::write(&target, content)
+                .with_context(|| format!("cannot write `{}`", target.display()))?;
+        }
         eprintln!(
             "wrote {}\nnext: edit it, then run `tazuna check` and `tazuna build`",
             path.display()

@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use tazuna_engine::host::{Grants, PluginHost, SOURCE_WORLD, SourcePlugin};
 use tazuna_core::config::PluginSource;
+use tazuna_engine::host::{Grants, PluginHost, SOURCE_WORLD, SourcePlugin};
 use tazuna_engine::plugins::{BUILTINS, PluginSet};
 use tazuna_engine::report::OutputFormat;
 
@@ -47,10 +47,8 @@ fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
     } else {
         (Vec::new(), PluginSet::default())
     };
-    let mut rows: Vec<(String, &SourcePlugin)> = builtins
-        .iter()
-        .map(|p| ("builtin".to_owned(), p))
-        .collect();
+    let mut rows: Vec<(String, &SourcePlugin)> =
+        builtins.iter().map(|p| ("builtin".to_owned(), p)).collect();
     rows.extend(declared.iter().filter_map(|d| {
         let source = match &d.source {
             PluginSource::File { path } => format!("file://{}", path.display()),

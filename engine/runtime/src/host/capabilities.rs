@@ -75,7 +75,10 @@ mod tests {
         );
         assert_eq!(caps.iter().collect::<Vec<_>>(), ["exec:helm"]);
         assert!(!caps.allows("exec:helmfile"), "granted but never requested");
-        assert!(!caps.allows("exec:kustomize"), "requested but never granted");
+        assert!(
+            !caps.allows("exec:kustomize"),
+            "requested but never granted"
+        );
     }
 
     #[test]

@@ -170,7 +170,10 @@ fn refused_argument<'a>(tool: &str, args: &'a [String]) -> Option<&'a str> {
 
 /// The environment variable that names the binary for `tool`.
 pub fn tool_env_var(tool: &str) -> String {
-    format!("TAZUNA_TOOL_{}", tool.to_ascii_uppercase().replace('-', "_"))
+    format!(
+        "TAZUNA_TOOL_{}",
+        tool.to_ascii_uppercase().replace('-', "_")
+    )
 }
 
 /// The binary for `tool`: `TAZUNA_TOOL_<TOOL>`, else the first match on PATH.
@@ -224,8 +227,14 @@ mod tests {
 
     fn mounts() -> Vec<Mount> {
         vec![
-            Mount { guest: "/manifest".into(), host: "/home/me/cluster".into() },
-            Mount { guest: "/scratch".into(), host: "/tmp/call-1".into() },
+            Mount {
+                guest: "/manifest".into(),
+                host: "/home/me/cluster".into(),
+            },
+            Mount {
+                guest: "/scratch".into(),
+                host: "/tmp/call-1".into(),
+            },
         ]
     }
 
@@ -235,7 +244,10 @@ mod tests {
             to_host(&mounts(), "/manifest/charts/app"),
             Some(PathBuf::from("/home/me/cluster/charts/app"))
         );
-        assert_eq!(to_host(&mounts(), "/scratch"), Some(PathBuf::from("/tmp/call-1")));
+        assert_eq!(
+            to_host(&mounts(), "/scratch"),
+            Some(PathBuf::from("/tmp/call-1"))
+        );
     }
 
     #[test]
@@ -247,18 +259,27 @@ mod tests {
 
     #[test]
     fn arguments_with_guest_paths_are_rewritten() {
-        assert_eq!(map_argument(&mounts(), "/manifest/chart"), "/home/me/cluster/chart");
+        assert_eq!(
+            map_argument(&mounts(), "/manifest/chart"),
+            "/home/me/cluster/chart"
+        );
         assert_eq!(
             map_argument(&mounts(), "--values=/scratch/v.yaml"),
             "--values=/tmp/call-1/v.yaml"
         );
-        assert_eq!(map_argument(&mounts(), "--namespace=argocd"), "--namespace=argocd");
+        assert_eq!(
+            map_argument(&mounts(), "--namespace=argocd"),
+            "--namespace=argocd"
+        );
     }
 
     #[test]
     fn flags_that_run_programs_are_refused() {
         let args = vec!["template".to_owned(), "--post-renderer=/bin/sh".to_owned()];
-        assert_eq!(refused_argument("helm", &args), Some("--post-renderer=/bin/sh"));
+        assert_eq!(
+            refused_argument("helm", &args),
+            Some("--post-renderer=/bin/sh")
+        );
         assert_eq!(refused_argument("kustomize", &args), None);
     }
 }

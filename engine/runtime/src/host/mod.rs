@@ -223,7 +223,9 @@ impl PluginHost {
             .and_then(SourcePluginPre::new)
             .map_err(|e| HostError::Load {
                 plugin: label.to_owned(),
-                message: format!("{e:#}\nhint: the component must target the WIT world `{SOURCE_WORLD}`"),
+                message: format!(
+                    "{e:#}\nhint: the component must target the WIT world `{SOURCE_WORLD}`"
+                ),
             })?;
         let mut plugin = SourcePlugin {
             label: label.to_owned(),
@@ -243,10 +245,9 @@ impl PluginHost {
             bindings.tazuna_plugin_source().call_describe(store)
         })?;
         plugin.capabilities = match granted {
-            Grants::Requested => Capabilities::effective(
-                &plugin.info.capabilities,
-                &plugin.info.capabilities,
-            ),
+            Grants::Requested => {
+                Capabilities::effective(&plugin.info.capabilities, &plugin.info.capabilities)
+            }
             Grants::List(list) => Capabilities::effective(&plugin.info.capabilities, list),
         };
         tracing::debug!(
@@ -266,7 +267,9 @@ impl PluginHost {
     ) -> Result<Vec<Diagnostic>, HostError> {
         let config = config.to_owned();
         self.call(plugin, None, |bindings, store| {
-            bindings.tazuna_plugin_source().call_validate(store, &config)
+            bindings
+                .tazuna_plugin_source()
+                .call_validate(store, &config)
         })
     }
 

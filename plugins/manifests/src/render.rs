@@ -1,0 +1,77 @@
+//! One render of the `manifests` source: find the files, read their objects, default the
+//! namespace, and encode each object as compact JSON.
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use tazuna_sdk::{Diagnostic, Manifest, PluginError, RenderOutput, RenderRequest};
+
+use crate::documents::Objects;
+use crate::inputs;
+use crate::scope::Scopes;
+
+/// Renders the files `request.path` names inside `request.workdir`.
+pub fn render(request: &RenderRequest) -> Result<RenderOutput, PluginError> {
+    let Some(path) = request.path.as_deref().filter(|path| !path.is_empty()) else {
+        return Err(PluginError::InvalidConfig(vec![Diagnostic::error(
+            format!(
+                "manifest `{}` has type `manifests` but no `path` naming its files",
+                request.manifest_name
+            ),
+        )]));
+    };
+    let found = inputs::find(Path::new(&request.workdir), path)?;
+
+    let mut objects = Objects::default();
+    for input in &found.inputs {
+        match fs::read_to_string(&input.path) {
+            Ok(text) => objects.read(&input.name, &text, input.format),
+            Err(error) if error.kind() == io::ErrorKind::InvalidData => {
+                let message = format!("{}: not UTF-8 text", input.name);
+                objects
+                    .errors
+                    .push(Diagnostic::error(message).at(&input.name));
+            }
+            Err(error) => {
+                let name = &input.name;
+                return Err(PluginError::other(format_args!(
+                    "cannot read `{name}`: {error}"
+                )));
+            }
+        }
+    }
+    if !objects.errors.is_empty() {
+        return Err(PluginError::InvalidInput(objects.errors));
+    }
+
+    let namespace = request
+        .namespace
+        .as_deref()
+        .filter(|namespace| !namespace.is_empty());
+    let mut scopes = Scopes::new(request.cluster.as_ref());
+    if namespace.is_some() {
+        scopes.learn_definitions(objects.objects.iter().map(|object| &object.fields));
+    }
+    let mut manifests = Vec::with_capacity(objects.objects.len());
+    for mut object in objects.objects {
+        if let Some(namespace) = namespace {
+            scopes.default_namespace(&mut object.fields, namespace);
+        }
+        let content = serde_json::to_string(&object.fields).map_err(PluginError::other)?;
+        manifests.push(Manifest {
+            content,
+            origin: Some(object.origin),
+        });
+    }
+
+    let mut output = RenderOutput::new(manifests);
+    output.diagnostics = objects.notes;
+    if found.searched && found.inputs.is_empty() {
+        let message = format!("`{path}` holds no *.yaml, *.yml or *.json files");
+        output
+            .diagnostics
+            .push(Diagnostic::warning(message).at(path));
+    }
+    Ok(output)
+}

@@ -1,0 +1,154 @@
+//! `probe`: a source plugin that misbehaves on request, so tests can check the host's sandbox.
+//!
+//! Its config picks what it does on `render`:
+//!
+//! | config                                   | behaviour                                                   |
+//! |------------------------------------------|-------------------------------------------------------------|
+//! | `{}` or `{"action": "ok"}`               | renders one ConfigMap named after the manifest              |
+//! | `{"action": "loop"}`                     | spins forever (the host's time budget must stop it)         |
+//! | `{"action": "alloc"}`                    | allocates 1 MiB chunks without bound (the memory budget must stop it) |
+//! | `{"action": "read", "file": "/etc/passwd"}` or `{"file": "../outside"}` | reads a file; a relative `file` is taken from the manifest directory. Failing is `other(<error>)`; succeeding renders a ConfigMap holding the content, so a test sees the sandbox leak |
+//! | `{"action": "exec", "tool": "helm", "args": ["version"]}` | calls the `exec` import; a denial is returned as is, an output is rendered as a ConfigMap |
+//! | `{"action": "env"}`                      | renders a ConfigMap of the environment variables it can see |
+//! | `{"action": "log"}`                      | logs one message at each level, then renders like `ok`      |
+//! | `{"action": "trap"}`                     | panics                                                      |
+//! | `{"action": "invalid-yaml"}`             | returns a document that is not valid YAML                   |
+//!
+//! It requests no capabilities.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tazuna_sdk::exec::Command;
+use tazuna_sdk::{Manifest, PluginError, PluginInfo, RenderOutput, RenderRequest, SourcePlugin};
+
+/// What the probe should do.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+enum Action {
+    #[default]
+    Ok,
+    Loop,
+    Alloc,
+    Read,
+    Exec,
+    Env,
+    Log,
+    Trap,
+    InvalidYaml,
+}
+
+/// The probe's config block.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// What to do; `read` when only `file` is given, else `ok`.
+    action: Option<Action>,
+    /// The guest path `read` opens.
+    file: Option<String>,
+    /// The tool `exec` runs.
+    tool: Option<String>,
+    /// Arguments for `exec`.
+    #[serde(default)]
+    args: Vec<String>,
+}
+
+struct Probe;
+
+impl SourcePlugin for Probe {
+    type Config = Config;
+
+    fn info() -> PluginInfo {
+        PluginInfo::new("probe", env!("CARGO_PKG_VERSION"))
+            .with_description("Misbehaves on request, to test the host's sandbox.")
+    }
+
+    fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
+        let action = match (config.action, &config.file) {
+            (Some(action), _) => action,
+            (None, Some(_)) => Action::Read,
+            (None, None) => Action::Ok,
+        };
+        let data = match action {
+            Action::Ok => BTreeMap::from([("action".to_owned(), "ok".to_owned())]),
+            Action::Loop => spin(),
+            Action::Alloc => exhaust_memory(),
+            Action::Read => read(config.file.as_deref(), &request.workdir)?,
+            Action::Exec => exec(config.tool.as_deref(), config.args)?,
+            Action::Env => std::env::vars().collect(),
+            Action::Log => {
+                tazuna_sdk::log::trace("probe: trace");
+                tazuna_sdk::log::debug("probe: debug");
+                tazuna_sdk::log::info("probe: info");
+                tazuna_sdk::log::warn("probe: warn");
+                tazuna_sdk::log::error("probe: error");
+                BTreeMap::from([("action".to_owned(), "log".to_owned())])
+            }
+            Action::Trap => panic!("probe: trap requested"),
+            Action::InvalidYaml => {
+                return Ok(RenderOutput::new(vec![
+                    Manifest::new("kind: ConfigMap\nmetadata: {name: [unclosed\n")
+                        .with_origin("broken.yaml#0"),
+                ]));
+            }
+        };
+        let config_map = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": format!("probe-{}", request.manifest_name.to_lowercase().replace('_', "-")),
+                "namespace": request.namespace,
+            },
+            "data": data,
+        });
+        Ok(RenderOutput::new(vec![
+            Manifest::from_object(&config_map)?.with_origin("probe"),
+        ]))
+    }
+}
+
+fn spin() -> ! {
+    let mut turns = 0u64;
+    loop {
+        turns = std::hint::black_box(turns.wrapping_add(1));
+    }
+}
+
+fn exhaust_memory() -> ! {
+    const CHUNK: usize = 1 << 20;
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let mut chunk = vec![0u8; CHUNK];
+        // Touch every page so the memory is really committed.
+        for page in chunk.iter_mut().step_by(4096) {
+            *page = 1;
+        }
+        chunks.push(std::hint::black_box(chunk));
+    }
+}
+
+fn read(file: Option<&str>, workdir: &str) -> Result<BTreeMap<String, String>, PluginError> {
+    let file = file.ok_or_else(|| PluginError::other("`read` needs a `file`"))?;
+    let path = Path::new(workdir).join(file);
+    let content = std::fs::read_to_string(&path)
+        .map_err(|error| PluginError::other(format_args!("read `{}`: {error}", path.display())))?;
+    Ok(BTreeMap::from([
+        ("file".to_owned(), path.display().to_string()),
+        ("content".to_owned(), content),
+    ]))
+}
+
+fn exec(tool: Option<&str>, args: Vec<String>) -> Result<BTreeMap<String, String>, PluginError> {
+    let tool = tool.ok_or_else(|| PluginError::other("`exec` needs a `tool`"))?;
+    let output = Command::new(tool).args(args).run()?;
+    Ok(BTreeMap::from([
+        ("exitCode".to_owned(), output.exit_code.to_string()),
+        ("stdout".to_owned(), output.stdout_text().into_owned()),
+        ("stderr".to_owned(), output.stderr_text().into_owned()),
+        ("truncated".to_owned(), output.truncated.to_string()),
+    ]))
+}
+
+tazuna_sdk::export_source_plugin!(Probe);
