@@ -55,7 +55,14 @@ impl Test {
             ]))
         })?;
         step("cargo clippy", || {
-            run(cargo(&root).args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))
+            run(cargo(&root).args([
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ]))
         })?;
         Ok(())
     }
@@ -65,7 +72,10 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     eprintln!("==> {name}");
     let started = std::time::Instant::now();
     f().with_context(|| format!("step `{name}` failed"))?;
-    eprintln!("==> {name}: done in {:.1}s", started.elapsed().as_secs_f64());
+    eprintln!(
+        "==> {name}: done in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -86,7 +96,10 @@ fn cargo(root: &Path) -> Command {
 }
 
 fn host_target() -> anyhow::Result<String> {
-    let output = Command::new("rustc").arg("-vV").output().context("cannot run rustc")?;
+    let output = Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .context("cannot run rustc")?;
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .find_map(|line| line.strip_prefix("host: "))
