@@ -300,30 +300,34 @@ impl PluginHost {
             plugin: name.clone(),
             message,
         };
-        let scratch = tempfile::Builder::new()
-            .prefix("tazuna-scratch-")
-            .tempdir()
-            .map_err(|e| sandbox_error(format!("scratch directory: {e}")))?;
-
         let mut wasi = WasiCtxBuilder::new();
         wasi.allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
         let mut mounts = Vec::new();
-        if let Some(dir) = manifest_dir {
-            wasi.preopened_dir(dir, MANIFEST_DIR, FsPerms::ReadOnly)
-                .map_err(|e| sandbox_error(format!("`{}`: {e:#}", dir.display())))?;
-            mounts.push(Mount {
-                guest: MANIFEST_DIR.to_owned(),
-                host: dir.to_owned(),
-            });
-        }
-        wasi.preopened_dir(scratch.path(), SCRATCH_DIR, FsPerms::ReadWrite)
-            .map_err(|e| sandbox_error(format!("scratch directory: {e:#}")))?;
-        mounts.push(Mount {
-            guest: SCRATCH_DIR.to_owned(),
-            host: scratch.path().to_owned(),
-        });
+        // Only renders see files: `describe` and `validate` get no preopens at all.
+        let scratch = match manifest_dir {
+            None => None,
+            Some(dir) => {
+                wasi.preopened_dir(dir, MANIFEST_DIR, FsPerms::ReadOnly)
+                    .map_err(|e| sandbox_error(format!("`{}`: {e:#}", dir.display())))?;
+                mounts.push(Mount {
+                    guest: MANIFEST_DIR.to_owned(),
+                    host: dir.to_owned(),
+                });
+                let scratch = tempfile::Builder::new()
+                    .prefix("tazuna-scratch-")
+                    .tempdir()
+                    .map_err(|e| sandbox_error(format!("scratch directory: {e}")))?;
+                wasi.preopened_dir(scratch.path(), SCRATCH_DIR, FsPerms::ReadWrite)
+                    .map_err(|e| sandbox_error(format!("scratch directory: {e:#}")))?;
+                mounts.push(Mount {
+                    guest: SCRATCH_DIR.to_owned(),
+                    host: scratch.path().to_owned(),
+                });
+                Some(scratch)
+            }
+        };
 
         let state = CallState {
             wasi: wasi.build(),
@@ -347,6 +351,7 @@ impl PluginHost {
             .pre
             .instantiate(&mut store)
             .and_then(|bindings| f(&bindings, &mut store));
+        drop(scratch);
         result.map_err(|error| self.classify(&name, error))
     }
 
