@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# Installs everything the end-to-end tests need on a fresh machine, and nothing twice:
+#   - Debian packages: docker-registry (the OCI registry under test), skopeo (an
+#     independent OCI client), apache2-utils (htpasswd), only when missing;
+#   - the pinned Go binaries of versions.env, each built once from its module in this
+#     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
+#     live under ~/.cache/tazuna-dev/go/ so that rebuilds after a pin change are fast).
+#
+# Usage:
+#   tests/controlplane/install.sh           install what is missing, print where it is
+#   tests/controlplane/install.sh --no-apt  skip the Debian packages
+#   tests/controlplane/install.sh --pin     regenerate every go.mod/go.sum from
+#                                            versions.env (after a version bump)
+#
+# Environment: TAZUNA_DEV_CACHE (default ~/.cache/tazuna-dev), GO (default go).
+# A tool that fails to build is reported and skipped; the script then exits 1 after
+# building the others.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$HERE/versions.env"
+
+CACHE="${TAZUNA_DEV_CACHE:-$HOME/.cache/tazuna-dev}"
+BIN="$CACHE/bin"
+GO="${GO:-go}"
+REPO_MODULE=github.com/tazuna-dev/tazuna/tests/controlplane
+
+export GOMODCACHE="$CACHE/go/mod"
+export GOCACHE="$CACHE/go/build"
+# The local Go is new enough (checked below); never download a toolchain.
+export GOTOOLCHAIN=local
+export CGO_ENABLED=0
+export GOFLAGS="-buildvcs=false"
+
+log() { printf '%s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+do_apt=1
+do_pin=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-apt) do_apt=0 ;;
+    --pin) do_pin=1 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) die "unknown argument \`$arg\`" ;;
+  esac
+done
+
+# --- Go --------------------------------------------------------------------------
+command -v "$GO" >/dev/null || die "\`$GO\` not found; install Go $GO_MIN or newer"
+go_version="$("$GO" env GOVERSION)"   # e.g. go1.26.8
+go_version="${go_version#go}"
+if [ "$(printf '%s\n%s\n' "$GO_MIN" "$go_version" | sort -V | head -n1)" != "$GO_MIN" ]; then
+  die "Go $go_version is older than $GO_MIN, which the pinned modules need
+hint: install Go $GO_MIN or newer (GOTOOLCHAIN is pinned to local)"
+fi
+
+# --- Debian packages ---------------------------------------------------------------
+if [ "$do_apt" = 1 ]; then
+  missing=()
+  for pkg in docker-registry skopeo apache2-utils; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
+      || missing+=("$pkg")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    log "installing Debian packages: ${missing[*]}"
+    sudo_cmd=()
+    [ "$(id -u)" = 0 ] || sudo_cmd=(sudo)
+    "${sudo_cmd[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # The package starts a registry on :5000 as a service; the tests start their own.
+    if command -v systemctl >/dev/null && systemctl is-active -q docker-registry 2>/dev/null; then
+      "${sudo_cmd[@]}" systemctl disable --now docker-registry >/dev/null 2>&1 || true
+    fi
+  fi
+fi
+
+# --- Module pinning (--pin) -------------------------------------------------------------
+# Prints the path of the .mod file of module@version, downloading it if needed.
+modfile() {
+  "$GO" mod download -json "$1" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p'
+}
+
+# Starts a fresh go.mod in module dir $1 that requires $2@$3 and lists tools $4...
+init_module() {
+  local dir="$HERE/$1" mod="$2" ver="$3"
+  shift 3
+  mkdir -p "$dir"
+  rm -f "$dir/go.mod" "$dir/go.sum"
+  (cd "$dir" && "$GO" mod init "$REPO_MODULE/$(basename "$dir")" 2>/dev/null)
+  (cd "$dir" && "$GO" mod edit -go=1.26.0 -require="$mod@$ver")
+  for tool in "$@"; do
+    (cd "$dir" && "$GO" mod edit -tool="$tool")
+  done
+}
+
+# Copies the replace directives of module@version's own go.mod that point at other
+# module versions (not at local directories), which `go build` would otherwise ignore.
+copy_version_replaces() {
+  local dir="$HERE/$1" mf
+  mf="$(modfile "$2@$3")"
+  awk '/^replace \(/{inblock=1; next} inblock && /^\)/{inblock=0; next}
+       inblock || /^replace /{sub(/^replace /,""); print}' "$mf" \
+    | while read -r from arrow to tover; do
+        [ "$arrow" = "=>" ] || continue
+        case "$to" in ./*|../*) continue ;; esac
+        (cd "$dir" && "$GO" mod edit -replace="$from=$to@$tover")
+      done
+}
+
+pin_all() {
+  log "pinning k8s (k8s.io/kubernetes $KUBERNETES_VERSION)"
+  init_module k8s k8s.io/kubernetes "$KUBERNETES_VERSION" \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+  # k8s.io/kubernetes requires each staging module at v0.0.0 and maps it onto
+  # ./staging/src/k8s.io/<name>; map each onto its published v0.<minor>.<patch>.
+  local staging_version="v0.${KUBERNETES_VERSION#v1.}" mf
+  mf="$(modfile "k8s.io/kubernetes@$KUBERNETES_VERSION")"
+  for m in $(sed -n 's|^[[:space:]]*\(k8s.io/[^ ]*\) => ./staging/src/.*|\1|p' "$mf" | sort -u); do
+    (cd "$HERE/k8s" && "$GO" mod edit -replace="$m=$m@$staging_version")
+  done
+
+  log "pinning etcd (go.etcd.io/etcd/server/v3 $ETCD_VERSION)"
+  init_module etcd go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+
+  log "pinning kwok ($KWOK_VERSION)"
+  init_module kwok sigs.k8s.io/kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok
+
+  log "pinning helm ($HELM_VERSION)"
+  init_module helm helm.sh/helm/v4 "$HELM_VERSION" helm.sh/helm/v4/cmd/helm
+
+  log "pinning kustomize ($KUSTOMIZE_VERSION)"
+  init_module kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" \
+    sigs.k8s.io/kustomize/kustomize/v5
+
+  log "pinning helmfile ($HELMFILE_VERSION)"
+  init_module helmfile github.com/helmfile/helmfile "$HELMFILE_VERSION" github.com/helmfile/helmfile
+  copy_version_replaces helmfile github.com/helmfile/helmfile "$HELMFILE_VERSION"
+
+  log "pinning oras ($ORAS_VERSION)"
+  init_module oras oras.land/oras "$ORAS_VERSION" oras.land/oras/cmd/oras
+
+  for dir in k8s etcd kwok helm kustomize helmfile oras; do
+    log "go mod tidy in $dir"
+    (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy)
+  done
+}
+
+if [ "$do_pin" = 1 ]; then
+  pin_all
+fi
+
+# --- Builds ------------------------------------------------------------------------
+mkdir -p "$BIN"
+failed=()
+
+# build NAME VERSION MODULE_DIR LDFLAGS PACKAGE...: builds into $BIN/NAME-VERSION/ unless
+# that directory exists. Builds go to a temporary directory renamed at the end, so an
+# interrupted build never looks finished.
+build() {
+  local name="$1" version="$2" dir="$HERE/$3" ldflags="$4"
+  shift 4
+  local dest="$BIN/$name-$version"
+  if [ -d "$dest" ]; then
+    return 0
+  fi
+  local tmp="$BIN/.$name-$version.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  log "building $name $version ($*)"
+  local start=$SECONDS
+  if (cd "$dir" && nice -n 15 "$GO" build -mod=readonly -p 2 -trimpath \
+        -ldflags="-s -w $ldflags" -o "$tmp/" "$@") >"$tmp.log" 2>&1; then
+    if [ "$name" = kwok ]; then copy_kwok_stages "$tmp"; fi
+    mv "$tmp" "$dest"
+    rm -f "$tmp.log"
+    log "built $name $version in $((SECONDS - start))s"
+  else
+    log "FAILED to build $name $version; the last lines of the log:"
+    tail -n 20 "$tmp.log" >&2
+    rm -rf "$tmp"
+    failed+=("$name")
+  fi
+}
+
+# kwok v0.8.0 ships no built-in stages; the harness loads the upstream "fast" stages
+# that come inside the module zip.
+copy_kwok_stages() {
+  local src="$GOMODCACHE/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+  mkdir -p "$1/stages"
+  cp "$src/node/fast/node-initialize.yaml" \
+     "$src/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml" \
+     "$src/pod/fast/pod-ready.yaml" "$src/pod/fast/pod-complete.yaml" \
+     "$src/pod/fast/pod-delete.yaml" "$1/stages/"
+  chmod -R u+w "$1/stages"
+}
+
+k8s_minor="${KUBERNETES_VERSION#v1.}"
+k8s_minor="${k8s_minor%%.*}"
+k8s_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1"
+  k8s_ldflags+=" -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
+done
+
+build kubernetes "$KUBERNETES_VERSION" k8s "$k8s_ldflags" \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+# The wrapper main in etcd/ builds a binary named after its module: etcd.
+build etcd "$ETCD_VERSION" etcd "" .
+build kwok "$KWOK_VERSION" kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
+  sigs.k8s.io/kwok/cmd/kwok
+build helm "$HELM_VERSION" helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
+  helm.sh/helm/v4/cmd/helm
+build kustomize "$KUSTOMIZE_VERSION" kustomize \
+  "-X sigs.k8s.io/kustomize/api/provenance.version=kustomize/$KUSTOMIZE_VERSION" \
+  sigs.k8s.io/kustomize/kustomize/v5
+build helmfile "$HELMFILE_VERSION" helmfile "-X go.szostok.io/version.version=$HELMFILE_VERSION" \
+  github.com/helmfile/helmfile
+build oras "$ORAS_VERSION" oras "" oras.land/oras/cmd/oras
+
+# --- Report ------------------------------------------------------------------------
+echo "tazuna test assets (cache $BIN):"
+for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
+             "helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION" \
+             "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION"; do
+  set -- $entry
+  dir="$BIN/$1-$2"
+  if [ -d "$dir" ]; then
+    for f in "$dir"/*; do [ -f "$f" ] && [ -x "$f" ] && echo "  $f"; done
+  else
+    echo "  $1 $2: MISSING"
+  fi
+done
+for cmd in docker-registry skopeo htpasswd; do
+  p="$(command -v "$cmd" || true)"
+  echo "  ${p:-$cmd: MISSING}"
+done
+
+if [ "${#failed[@]}" -gt 0 ]; then
+  log "error: failed to build: ${failed[*]}"
+  exit 1
+fi

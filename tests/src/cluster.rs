@@ -1,0 +1,916 @@
+//! One real Kubernetes control plane on loopback: etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler and kwok (which plays kubelet for fake
+//! Nodes), each on a free 127.0.0.1 port, with fresh certificates, logs in files and a
+//! kubeconfig whose context is named after the cluster.
+//!
+//! A [`Cluster`] owns its processes and its directory: dropping it (also while a failing
+//! test unwinds) stops everything and removes the data, and prints the tail of every
+//! log first if the thread is panicking. [`Cluster::detach`] instead leaves it running
+//! for `cargo xtask cluster up`; [`ClusterState`] finds it again and stops it.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use serde_json::json;
+
+use crate::assets::{Assets, Tool};
+use crate::kubeconfig;
+use crate::pki;
+use crate::process::{self, Process};
+
+/// How long etcd may take to answer `/health`.
+const ETCD_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long kube-apiserver may take to answer `/readyz` with `ok`.
+const APISERVER_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the other components may take until the cluster is ready for tests.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The name of the state file in a detached cluster's directory.
+const STATE_FILE: &str = "state.json";
+
+/// Options of a cluster to start.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    name: String,
+    nodes: usize,
+    dir: Option<PathBuf>,
+    assets: Assets,
+}
+
+impl ClusterConfig {
+    /// A cluster named `name` (also its context name) with one fake Node, in a fresh
+    /// temporary directory, with binaries from [`Assets::locate`].
+    pub fn new(name: &str) -> ClusterConfig {
+        ClusterConfig {
+            name: name.to_owned(),
+            nodes: 1,
+            dir: None,
+            assets: Assets::locate(),
+        }
+    }
+
+    /// The number of fake Nodes (`kwok-node-0`, `kwok-node-1`, ...).
+    pub fn nodes(mut self, nodes: usize) -> ClusterConfig {
+        self.nodes = nodes;
+        self
+    }
+
+    /// Keeps the cluster's data, logs and certificates in `dir` (created; it must not
+    /// hold a running cluster) instead of a temporary directory.
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> ClusterConfig {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// Where to find the binaries.
+    pub fn assets(mut self, assets: Assets) -> ClusterConfig {
+        self.assets = assets;
+        self
+    }
+
+    /// Starts the control plane and waits until it is ready for tests: `/readyz` is
+    /// `ok`, every Node is Ready without taints, and the `default` ServiceAccount and
+    /// the `kube-root-ca.crt` ConfigMap exist.
+    pub fn start(self) -> anyhow::Result<Cluster> {
+        validate_name(&self.name)?;
+        self.assets.require(&Tool::CONTROL_PLANE)?;
+        let stages = self.assets.kwok_stages();
+        anyhow::ensure!(
+            stages.is_dir(),
+            "kwok's stage files are missing from `{}`\nhint: run `tests/controlplane/install.sh`",
+            stages.display()
+        );
+
+        let (dir, temp) = match &self.dir {
+            Some(dir) => {
+                if let Ok(state) = ClusterState::load(dir)
+                    && state.is_running()
+                {
+                    anyhow::bail!(
+                        "cluster `{}` is already running in `{}`\nhint: stop it with \
+                         `cargo xtask cluster down --name {}`",
+                        state.name,
+                        dir.display(),
+                        state.name
+                    );
+                }
+                if dir.exists() {
+                    fs::remove_dir_all(dir)
+                        .with_context(|| format!("removing stale `{}`", dir.display()))?;
+                }
+                fs::create_dir_all(dir).with_context(|| format!("creating `{}`", dir.display()))?;
+                (dir.clone(), None)
+            }
+            None => {
+                let root = std::env::temp_dir().join("tazuna-testkit");
+                fs::create_dir_all(&root)?;
+                let temp = tempfile::Builder::new()
+                    .prefix(&format!("{}-", self.name))
+                    .tempdir_in(&root)?;
+                (temp.path().to_owned(), Some(temp))
+            }
+        };
+
+        let pki = pki::generate(&dir.join("pki"))?;
+        let ports = Ports::allocate()?;
+        let server = format!("https://127.0.0.1:{}", ports.apiserver);
+        let entry = kubeconfig::Entry {
+            name: self.name.clone(),
+            server: server.clone(),
+            ca_pem: fs::read_to_string(&pki.ca_cert)?,
+            client_cert_pem: fs::read_to_string(&pki.admin_cert)?,
+            client_key_pem: fs::read_to_string(&pki.admin_key)?,
+        };
+        let kubeconfig = dir.join("kubeconfig");
+        fs::write(&kubeconfig, entry.to_yaml())?;
+
+        let mut cluster = Cluster {
+            name: self.name.clone(),
+            dir: dir.clone(),
+            temp,
+            ports,
+            kubeconfig,
+            kubectl: self.assets.kubectl(),
+            entry,
+            components: Vec::new(),
+            watchdog: None,
+            assets: self.assets.clone(),
+            remove_dir: true,
+        };
+        cluster
+            .boot(&pki, &stages, self.nodes)
+            .with_context(|| format!("starting cluster `{}`", self.name))?;
+        let pids: Vec<u32> = cluster.components.iter().map(Process::pid).collect();
+        cluster.watchdog = Some(process::watchdog(std::process::id(), &pids, &dir)?);
+        Ok(cluster)
+    }
+}
+
+/// A running control plane; dropping it stops it and removes its data.
+#[derive(Debug)]
+pub struct Cluster {
+    name: String,
+    dir: PathBuf,
+    temp: Option<tempfile::TempDir>,
+    ports: Ports,
+    kubeconfig: PathBuf,
+    kubectl: PathBuf,
+    entry: kubeconfig::Entry,
+    components: Vec<Process>,
+    watchdog: Option<Process>,
+    assets: Assets,
+    remove_dir: bool,
+}
+
+/// The loopback ports of one cluster.
+#[derive(Clone, Copy, Debug)]
+pub struct Ports {
+    /// etcd's client port (plain HTTP).
+    pub etcd_client: u16,
+    /// etcd's peer port.
+    pub etcd_peer: u16,
+    /// kube-apiserver's secure port.
+    pub apiserver: u16,
+    /// kube-controller-manager's secure port (`/healthz`).
+    pub controller_manager: u16,
+    /// kube-scheduler's secure port (`/healthz`).
+    pub scheduler: u16,
+    /// kwok's server port (`/healthz`).
+    pub kwok: u16,
+}
+
+/// Ports handed out by this process and not yet known to be bound, so that clusters
+/// started at the same time never get the same one.
+static HANDED_OUT: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+
+impl Ports {
+    fn allocate() -> anyhow::Result<Ports> {
+        let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+        let handed = handed.get_or_insert_with(HashSet::new);
+        // Hold every listener until all ports are chosen, so the six are distinct.
+        let mut listeners = Vec::new();
+        let mut ports = Vec::new();
+        while ports.len() < 6 {
+            let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+            let port = listener.local_addr()?.port();
+            if handed.insert(port) {
+                ports.push(port);
+            }
+            listeners.push(listener);
+        }
+        Ok(Ports {
+            etcd_client: ports[0],
+            etcd_peer: ports[1],
+            apiserver: ports[2],
+            controller_manager: ports[3],
+            scheduler: ports[4],
+            kwok: ports[5],
+        })
+    }
+}
+
+impl Cluster {
+    /// Starts a cluster named `name` with one fake Node in a temporary directory.
+    pub fn start(name: &str) -> anyhow::Result<Cluster> {
+        ClusterConfig::new(name).start()
+    }
+
+    /// The cluster's name, which is also the name of its context.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The context to use in [`Cluster::kubeconfig`].
+    pub fn context(&self) -> &str {
+        &self.name
+    }
+
+    /// A kubeconfig file holding only this cluster, as the current context.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The entry to merge into another kubeconfig with [`kubeconfig::merge_into`].
+    pub fn kubeconfig_entry(&self) -> &kubeconfig::Entry {
+        &self.entry
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    pub fn server(&self) -> &str {
+        &self.entry.server
+    }
+
+    /// The loopback ports in use.
+    pub fn ports(&self) -> Ports {
+        self.ports
+    }
+
+    /// The cluster's directory (data, logs, certificates).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The directory of the component logs (`<component>.log`).
+    pub fn log_dir(&self) -> PathBuf {
+        self.dir.join("logs")
+    }
+
+    /// Where the binaries came from.
+    pub fn assets(&self) -> &Assets {
+        &self.assets
+    }
+
+    /// A `kubectl` command aimed at this cluster (`--kubeconfig` and `--context` set).
+    pub fn kubectl(&self) -> Command {
+        let mut command = Command::new(&self.kubectl);
+        command
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--context")
+            .arg(&self.name);
+        command
+    }
+
+    /// The running components as `(name, pid)`.
+    pub fn processes(&self) -> Vec<(String, u32)> {
+        self.components
+            .iter()
+            .map(|p| (p.name().to_owned(), p.pid()))
+            .collect()
+    }
+
+    /// The resident set size of each component in bytes, read from `/proc`.
+    pub fn rss(&self) -> Vec<(String, u64)> {
+        self.components
+            .iter()
+            .map(|p| {
+                (
+                    p.name().to_owned(),
+                    process::rss_bytes(p.pid()).unwrap_or(0),
+                )
+            })
+            .collect()
+    }
+
+    /// The last `lines` lines of every component log, one section per component.
+    pub fn log_tails(&self, lines: usize) -> String {
+        let mut out = String::new();
+        for p in &self.components {
+            let _ = writeln!(
+                out,
+                "----- {} ({}) -----\n{}",
+                p.name(),
+                p.log().display(),
+                process::tail(p.log(), lines)
+            );
+        }
+        out
+    }
+
+    /// Stops every component and removes the cluster's directory.
+    pub fn stop(self) {
+        drop(self);
+    }
+
+    /// Leaves the cluster running after this process exits and writes its state file,
+    /// which [`ClusterState::load`] reads back (for `cargo xtask cluster down`).
+    pub fn detach(mut self) -> anyhow::Result<ClusterState> {
+        anyhow::ensure!(
+            self.temp.is_none(),
+            "cluster `{}` lives in a temporary directory; give it a directory with \
+             `ClusterConfig::dir` to detach it",
+            self.name
+        );
+        let state = ClusterState {
+            name: self.name.clone(),
+            server: self.entry.server.clone(),
+            dir: self.dir.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            processes: self
+                .components
+                .iter()
+                .map(|p| ProcessState {
+                    name: p.name().to_owned(),
+                    pid: p.pid(),
+                    exe: self.exe_of(p.name()),
+                })
+                .collect(),
+        };
+        state.save()?;
+        if let Some(mut dog) = self.watchdog.take() {
+            dog.kill();
+        }
+        for p in std::mem::take(&mut self.components) {
+            p.detach();
+        }
+        self.remove_dir = false;
+        Ok(state)
+    }
+
+    fn exe_of(&self, component: &str) -> PathBuf {
+        let tool = match component {
+            "etcd" => Tool::Etcd,
+            "kube-apiserver" => Tool::KubeApiserver,
+            "kube-controller-manager" => Tool::KubeControllerManager,
+            "kube-scheduler" => Tool::KubeScheduler,
+            _ => Tool::Kwok,
+        };
+        self.assets.path(tool)
+    }
+
+    fn boot(&mut self, pki: &pki::PkiFiles, stages: &Path, nodes: usize) -> anyhow::Result<()> {
+        let p = self.ports;
+        let dir = self.dir.clone();
+        let kubeconfig = self.kubeconfig.clone();
+        let logs = self.log_dir();
+        let path = |p: &Path| p.display().to_string();
+
+        // etcd
+        let peer = format!("http://127.0.0.1:{}", p.etcd_peer);
+        let client = format!("http://127.0.0.1:{}", p.etcd_client);
+        let mut etcd = Command::new(self.assets.path(Tool::Etcd));
+        etcd.arg("--name=node0")
+            .arg(format!("--data-dir={}", path(&dir.join("etcd"))))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=node0={peer}"))
+            .arg("--initial-cluster-state=new")
+            .arg("--auto-compaction-retention=1")
+            .arg("--unsafe-no-fsync=true")
+            .arg("--log-level=warn");
+        self.spawn("etcd", etcd, &logs)?;
+        self.wait("etcd", ETCD_TIMEOUT, |_| {
+            Ok(http_get(p.etcd_client, "/health")?.contains("\"health\":\"true\""))
+        })?;
+
+        // kube-apiserver
+        let mut apiserver = Command::new(self.assets.path(Tool::KubeApiserver));
+        apiserver
+            .arg(format!("--etcd-servers={client}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--secure-port={}", p.apiserver))
+            .arg(format!("--tls-cert-file={}", path(&pki.serving_cert)))
+            .arg(format!("--tls-private-key-file={}", path(&pki.serving_key)))
+            .arg(format!("--client-ca-file={}", path(&pki.ca_cert)))
+            .arg("--service-account-issuer=https://kubernetes.default.svc.cluster.local")
+            .arg(format!("--service-account-key-file={}", path(&pki.sa_pub)))
+            .arg(format!(
+                "--service-account-signing-key-file={}",
+                path(&pki.sa_key)
+            ))
+            .arg("--service-cluster-ip-range=10.96.0.0/16")
+            .arg("--authorization-mode=RBAC")
+            .arg("--allow-privileged=true")
+            // The `kubernetes` Endpoints would need a non-loopback advertise address.
+            .arg("--endpoint-reconciler-type=none")
+            .arg("--profiling=false");
+        self.spawn("kube-apiserver", apiserver, &logs)?;
+        self.wait("kube-apiserver", APISERVER_TIMEOUT, |c| {
+            let out = c.kubectl().args(["get", "--raw", "/readyz"]).output()?;
+            Ok(out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok")
+        })?;
+
+        // kube-controller-manager, kube-scheduler and kwok start side by side.
+        let always_allow = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics";
+        let kc = format!("--kubeconfig={}", path(&kubeconfig));
+        let mut kcm = Command::new(self.assets.path(Tool::KubeControllerManager));
+        kcm.arg(&kc)
+            .arg(format!("--authentication-kubeconfig={}", path(&kubeconfig)))
+            .arg(format!("--authorization-kubeconfig={}", path(&kubeconfig)))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--secure-port={}", p.controller_manager))
+            .arg(format!("--tls-cert-file={}", path(&pki.serving_cert)))
+            .arg(format!("--tls-private-key-file={}", path(&pki.serving_key)))
+            .arg(always_allow)
+            .arg(format!("--root-ca-file={}", path(&pki.ca_cert)))
+            .arg(format!(
+                "--service-account-private-key-file={}",
+                path(&pki.sa_key)
+            ))
+            .arg("--leader-elect=false")
+            .arg("--profiling=false");
+        self.spawn("kube-controller-manager", kcm, &logs)?;
+
+        let mut scheduler = Command::new(self.assets.path(Tool::KubeScheduler));
+        scheduler
+            .arg(&kc)
+            .arg(format!("--authentication-kubeconfig={}", path(&kubeconfig)))
+            .arg(format!("--authorization-kubeconfig={}", path(&kubeconfig)))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--secure-port={}", p.scheduler))
+            .arg(format!("--tls-cert-file={}", path(&pki.serving_cert)))
+            .arg(format!("--tls-private-key-file={}", path(&pki.serving_key)))
+            .arg(always_allow)
+            .arg("--leader-elect=false")
+            .arg("--profiling=false");
+        self.spawn("kube-scheduler", scheduler, &logs)?;
+
+        let kwok_config = dir.join("kwok.yaml");
+        fs::write(&kwok_config, kwok_config_yaml(stages)?)?;
+        let mut kwok = Command::new(self.assets.path(Tool::Kwok));
+        kwok.arg(&kc)
+            .arg(format!("--config={}", path(&kwok_config)))
+            .arg("--manage-all-nodes=true")
+            // Pod IPs are data only: nothing routes to them.
+            .arg("--cidr=10.244.0.0/16")
+            .arg("--node-ip=10.243.0.1")
+            .arg(format!("--server-address=127.0.0.1:{}", p.kwok))
+            .arg("--node-lease-duration-seconds=40")
+            // kwok reads and writes ~/.kwok unless told otherwise.
+            .env("HOME", &dir);
+        self.spawn("kwok", kwok, &logs)?;
+
+        let manifest = nodes_manifest(nodes);
+        run_with_stdin(self.kubectl().args(["apply", "-f", "-"]), &manifest)
+            .context("creating the fake Nodes")?;
+
+        let mut pending = String::new();
+        self.wait("the cluster", SETTLE_TIMEOUT, |c| {
+            pending.clear();
+            for (what, port) in [
+                ("kube-controller-manager", p.controller_manager),
+                ("kube-scheduler", p.scheduler),
+            ] {
+                let out = c
+                    .kubectl()
+                    .arg(format!("--server=https://127.0.0.1:{port}"))
+                    .args(["get", "--raw", "/healthz"])
+                    .output()?;
+                if !out.status.success() {
+                    pending.push_str(what);
+                    return Ok(false);
+                }
+            }
+            if !http_get(p.kwok, "/healthz").is_ok_and(|body| body.contains("ok")) {
+                pending.push_str("kwok");
+                return Ok(false);
+            }
+            let out = c
+                .kubectl()
+                .args([
+                    "get",
+                    "-n",
+                    "default",
+                    "serviceaccount/default",
+                    "configmap/kube-root-ca.crt",
+                    "-o",
+                    "name",
+                ])
+                .output()?;
+            if !out.status.success() {
+                pending.push_str("the default ServiceAccount and kube-root-ca.crt");
+                return Ok(false);
+            }
+            let ready = ready_nodes(c)?;
+            if ready < nodes {
+                let _ = write!(pending, "Nodes ({ready} of {nodes} ready)");
+                return Ok(false);
+            }
+            Ok(true)
+        })
+        .with_context(|| {
+            if pending.is_empty() {
+                "waiting for the cluster to settle".to_owned()
+            } else {
+                format!("waiting for {pending}")
+            }
+        })?;
+        Ok(())
+    }
+
+    fn spawn(&mut self, name: &str, command: Command, logs: &Path) -> anyhow::Result<()> {
+        let process = Process::spawn(name, command, &logs.join(format!("{name}.log")))?;
+        self.components.push(process);
+        Ok(())
+    }
+
+    /// Polls `ready` until it is true, failing early if any component exits, and with
+    /// the tail of `what`'s log (or every log) on a timeout.
+    fn wait(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        mut ready: impl FnMut(&Cluster) -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut last_error;
+        loop {
+            for p in &mut self.components {
+                p.check_running()?;
+            }
+            match ready(self) {
+                Ok(true) => return Ok(()),
+                Ok(false) => last_error = None,
+                Err(e) => last_error = Some(e),
+            }
+            if Instant::now() > deadline {
+                let logs = match self.components.iter().find(|p| p.name() == what) {
+                    Some(p) => format!(
+                        "the end of `{}`:\n{}",
+                        p.log().display(),
+                        process::tail(p.log(), 30)
+                    ),
+                    None => self.log_tails(15),
+                };
+                let cause = last_error
+                    .map(|e| format!(" (last error: {e:#})"))
+                    .unwrap_or_default();
+                anyhow::bail!(
+                    "{what} was not ready after {}s{cause}; {logs}",
+                    timeout.as_secs()
+                );
+            }
+            thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if self.components.is_empty() {
+            return;
+        }
+        if thread::panicking() {
+            eprintln!(
+                "tazuna-testkit: cluster `{}` is being torn down during a panic; its logs:\n{}",
+                self.name,
+                self.log_tails(40)
+            );
+        }
+        if let Some(mut dog) = self.watchdog.take() {
+            dog.kill();
+        }
+        // The reverse of the start order: etcd goes last.
+        while let Some(mut p) = self.components.pop() {
+            p.kill();
+        }
+        if self.remove_dir && self.temp.is_none() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+        // A `TempDir` removes itself.
+    }
+}
+
+/// A detached cluster, as recorded in its directory's state file.
+#[derive(Clone, Debug)]
+pub struct ClusterState {
+    /// The cluster (and context) name.
+    pub name: String,
+    /// `https://127.0.0.1:<port>`.
+    pub server: String,
+    /// The cluster's directory.
+    pub dir: PathBuf,
+    /// The cluster's own kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// The components.
+    pub processes: Vec<ProcessState>,
+}
+
+/// One component of a detached cluster.
+#[derive(Clone, Debug)]
+pub struct ProcessState {
+    /// `etcd`, `kube-apiserver`, ...
+    pub name: String,
+    /// Its pid.
+    pub pid: u32,
+    /// The binary it runs, to tell it from a process that reused the pid.
+    pub exe: PathBuf,
+}
+
+impl ClusterState {
+    /// Reads the state file of the cluster in `dir`.
+    pub fn load(dir: &Path) -> anyhow::Result<ClusterState> {
+        let path = dir.join(STATE_FILE);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading `{}`", path.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("invalid state file `{}`", path.display()))?;
+        let field = |k: &str| -> anyhow::Result<String> {
+            value[k]
+                .as_str()
+                .map(str::to_owned)
+                .with_context(|| format!("`{}` has no `{k}`", path.display()))
+        };
+        let processes = value["processes"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|p| {
+                        Some(ProcessState {
+                            name: p["name"].as_str()?.to_owned(),
+                            pid: u32::try_from(p["pid"].as_u64()?).ok()?,
+                            exe: PathBuf::from(p["exe"].as_str()?),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(ClusterState {
+            name: field("name")?,
+            server: field("server")?,
+            dir: dir.to_owned(),
+            kubeconfig: PathBuf::from(field("kubeconfig")?),
+            processes,
+        })
+    }
+
+    fn save(&self) -> anyhow::Result<()> {
+        let value = json!({
+            "name": self.name,
+            "server": self.server,
+            "kubeconfig": self.kubeconfig.display().to_string(),
+            "processes": self.processes.iter().map(|p| json!({
+                "name": p.name,
+                "pid": p.pid,
+                "exe": p.exe.display().to_string(),
+            })).collect::<Vec<_>>(),
+        });
+        let path = self.dir.join(STATE_FILE);
+        fs::write(&path, serde_json::to_string_pretty(&value)? + "\n")
+            .with_context(|| format!("writing `{}`", path.display()))
+    }
+
+    /// Whether any of its components still runs.
+    pub fn is_running(&self) -> bool {
+        self.processes.iter().any(|p| process::runs(p.pid, &p.exe))
+    }
+
+    /// The components that still run.
+    pub fn running(&self) -> Vec<&ProcessState> {
+        self.processes
+            .iter()
+            .filter(|p| process::runs(p.pid, &p.exe))
+            .collect()
+    }
+
+    /// The resident set size of each running component in bytes.
+    pub fn rss(&self) -> Vec<(String, u64)> {
+        self.running()
+            .into_iter()
+            .map(|p| (p.name.clone(), process::rss_bytes(p.pid).unwrap_or(0)))
+            .collect()
+    }
+
+    /// Kills the components (etcd last) and removes the cluster's directory.
+    pub fn stop(self) -> anyhow::Result<()> {
+        for p in self.processes.iter().rev() {
+            process::kill_pid(p.pid, &p.exe);
+        }
+        fs::remove_dir_all(&self.dir).with_context(|| format!("removing `{}`", self.dir.display()))
+    }
+}
+
+/// Cluster names become context, file and directory names.
+fn validate_name(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-');
+    anyhow::ensure!(
+        ok,
+        "invalid cluster name `{name}`\nhint: use lowercase letters, digits and `-`, at most 63"
+    );
+    Ok(())
+}
+
+/// kwok's configuration: the upstream "fast" stages in the order kwokctl loads them.
+/// The options are kwok's defaults plus the command-line flags.
+fn kwok_config_yaml(stages: &Path) -> anyhow::Result<String> {
+    // No KwokConfiguration document: kwok defaults only one it creates itself (given
+    // one, v0.8.0 leaves `nodeLeaseParallelism` at 0 and refuses to start).
+    let mut out = String::new();
+    for file in [
+        "node-initialize.yaml",
+        "node-heartbeat-with-lease.yaml",
+        "pod-ready.yaml",
+        "pod-complete.yaml",
+        "pod-delete.yaml",
+    ] {
+        let path = stages.join(file);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading `{}`", path.display()))?;
+        out.push_str("---\n");
+        out.push_str(text.trim_start_matches("---\n"));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// Fake Nodes with the labels charts select on and no taint, so that ordinary
+/// workloads schedule onto them.
+fn nodes_manifest(nodes: usize) -> String {
+    let items: Vec<serde_json::Value> = (0..nodes)
+        .map(|i| {
+            let name = format!("kwok-node-{i}");
+            let resources = json!({"cpu": "32", "memory": "256Gi", "pods": "110"});
+            json!({
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                    "labels": {
+                        "kubernetes.io/arch": "amd64",
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/hostname": name,
+                        "type": "kwok",
+                    },
+                },
+                "status": {"allocatable": resources, "capacity": resources},
+            })
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+}
+
+/// The number of Nodes that are Ready and have no taints.
+fn ready_nodes(cluster: &Cluster) -> anyhow::Result<usize> {
+    let out = cluster
+        .kubectl()
+        .args(["get", "nodes", "-o", "json"])
+        .output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    Ok(items
+        .iter()
+        .filter(|node| {
+            let ready = node["status"]["conditions"]
+                .as_array()
+                .is_some_and(|conds| {
+                    conds
+                        .iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                });
+            let untainted = node["spec"]["taints"]
+                .as_array()
+                .is_none_or(|t| t.is_empty());
+            ready && untainted
+        })
+        .count())
+}
+
+/// A plain-HTTP GET on 127.0.0.1:`port`, returning the body.
+pub(crate) fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
+    http_request(port, path, None).map(|(_, body)| body)
+}
+
+/// A plain-HTTP GET on 127.0.0.1:`port` with optional basic credentials, returning the
+/// status code and the body.
+pub(crate) fn http_request(
+    port: u16,
+    path: &str,
+    basic_auth: Option<&str>,
+) -> anyhow::Result<(u16, String)> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    stream.set_read_timeout(Some(Duration::from_secs(3)))?;
+    let auth = basic_auth
+        .map(|b| format!("Authorization: Basic {b}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
+    )?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("not an HTTP response")?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Runs `command` with `input` on stdin; fails with its stderr unless it succeeds.
+pub(crate) fn run_with_stdin(command: &mut Command, input: &str) -> anyhow::Result<Output> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("running `{}`", command.get_program().display()))?;
+    child
+        .stdin
+        .take()
+        .context("no stdin")?
+        .write_all(input.as_bytes())?;
+    let out = child.wait_with_output()?;
+    anyhow::ensure!(
+        out.status.success(),
+        "`{}` failed ({}): {}",
+        command.get_program().display(),
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_must_suit_contexts_and_directories() {
+        assert!(validate_name("staging").is_ok());
+        assert!(validate_name("e2e-2").is_ok());
+        for bad in ["", "Staging", "a/b", "-x", "x-", "a b"] {
+            assert!(validate_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ports_are_distinct() {
+        let a = Ports::allocate().unwrap();
+        let b = Ports::allocate().unwrap();
+        let all: HashSet<u16> = [a, b]
+            .iter()
+            .flat_map(|p| {
+                [
+                    p.etcd_client,
+                    p.etcd_peer,
+                    p.apiserver,
+                    p.controller_manager,
+                    p.scheduler,
+                    p.kwok,
+                ]
+            })
+            .collect();
+        assert_eq!(all.len(), 12);
+    }
+
+    #[test]
+    fn nodes_manifest_lists_untainted_linux_nodes() {
+        let list: serde_json::Value = serde_json::from_str(&nodes_manifest(2)).unwrap();
+        let items = list["items"].as_array().unwrap();
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[1]["metadata"]["name"], "kwok-node-1");
+        assert_eq!(items[0]["metadata"]["labels"]["kubernetes.io/os"], "linux");
+        assert!(items[0]["spec"].is_null());
+    }
+}
