@@ -436,9 +436,9 @@ fn sha256_hex(path: &Path) -> String {
     out.split_whitespace().next().unwrap().to_owned()
 }
 
-/// Pushes with `oras push` and explicit media types, because the Rust `oci-wasm` crate is
-/// not a dependency here; once Tazuna publishes components itself (through oci-wasm), this
-/// test should push through Tazuna and keep the skopeo assertions.
+/// Pushes with `oras push` and explicit media types: the pinned oras binary is one of the
+/// tools the plugins call, so the authenticated registry is exercised through it (the
+/// unauthenticated one is exercised through `oci-wasm` above).
 fn push_wasm(oras: &Path, home: &Path, reference: &str, wasm: &Path, creds: Option<(&str, &str)>) {
     let dir = wasm.parent().unwrap();
     let digest = format!("sha256:{}", sha256_hex(wasm));
@@ -499,10 +499,7 @@ fn assert_cncf_wasm_layout(manifest: &serde_json::Value, wasm: &Path) {
 }
 
 #[test]
-fn wasm_component_pushed_to_the_registry_reads_back_as_cncf_wasm_layout() {
-    let Some(oras) = e2e::tool(Tool::Oras) else {
-        return;
-    };
+fn wasm_component_pushed_with_oci_wasm_reads_back_as_cncf_wasm_layout() {
     if which("skopeo").is_none() {
         e2e::skip::<()>("no `skopeo` (Debian package `skopeo`)");
         return;
@@ -515,17 +512,46 @@ fn wasm_component_pushed_to_the_registry_reads_back_as_cncf_wasm_layout() {
         return;
     };
     let reference = format!("{}/tazuna/hello-wasm:0.1.0", registry.host());
-    push_wasm(&oras, work.path(), &reference, &wasm, None);
+    push_with_oci_wasm(&reference, &wasm);
+
+    // skopeo, an independent client, reads it back.
     let manifest = skopeo_manifest(&reference, None);
     assert_cncf_wasm_layout(&manifest, &wasm);
-
-    // The config blob reads back as the wasm config.
     let config = run(Command::new("skopeo")
         .args(["inspect", "--raw", "--config", "--tls-verify=false"])
         .arg(format!("docker://{reference}")));
     let config: serde_json::Value = serde_json::from_str(&config).unwrap();
     assert_eq!(config["architecture"], "wasm");
     assert_eq!(config["os"], "wasip2");
+    assert_eq!(
+        config["layerDigests"][0].as_str().unwrap(),
+        format!("sha256:{}", sha256_hex(&wasm))
+    );
+}
+
+/// Push `wasm` to a plain-HTTP registry with the `oci-wasm` crate (over `oci-client`),
+/// as Tazuna's plugin distribution will.
+fn push_with_oci_wasm(reference: &str, wasm: &Path) {
+    use oci_client::client::{ClientConfig, ClientProtocol};
+    use oci_client::secrets::RegistryAuth;
+    use oci_wasm::{WasmClient, WasmConfig};
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = WasmClient::new(oci_client::Client::new(ClientConfig {
+            protocol: ClientProtocol::Http,
+            ..ClientConfig::default()
+        }));
+        let (config, layer) = WasmConfig::from_component(wasm, None).await.unwrap();
+        let image: oci_client::Reference = reference.parse().unwrap();
+        client
+            .push(&image, &RegistryAuth::Anonymous, layer, config, None)
+            .await
+            .unwrap();
+    });
 }
 
 #[test]
