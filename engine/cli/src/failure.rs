@@ -51,3 +51,12 @@ pub fn paint(text: &str, color: Color) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Whether `error` is stdout closing under us.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

@@ -4,6 +4,15 @@
 //! Flags are resolved into [`settings::GlobalSettings`] before any work starts;
 //! raw clap structs never reach the engine.
 
+/// `println!` that returns an error instead of panicking when stdout is gone
+/// (`tazuna build | head`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)?;
+    }};
+}
+
 mod commands;
 mod failure;
 mod settings;
@@ -73,6 +82,8 @@ pub fn run() -> ExitCode {
     };
     match outcome {
         Ok(code) => code,
+        // The reader went away (`| head`): what it wanted, it got.
+        Err(error) if failure::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             failure::report(&error, settings.stderr_color);
             ExitCode::FAILURE

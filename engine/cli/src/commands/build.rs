@@ -20,13 +20,10 @@ use crate::settings::GlobalSettings;
 ///
 /// A manifest that fails to render is reported on stderr, the others are still
 /// printed, and the exit code is 1.
-///
-/// Examples:
-///
-///   tazuna build > rendered.yaml
-///   tazuna build -t core -e staging
-///   tazuna build -o json | jq '.items | length'
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  tazuna build > rendered.yaml\n  tazuna build -t core -e staging\n  tazuna build -o json | jq '.items | length'"
+)]
 pub struct Build {
     /// Render at most this many manifests at once (default: one per CPU).
     #[arg(long, value_name = "N", default_value_t = 0)]

@@ -17,12 +17,10 @@ use crate::settings::GlobalSettings;
 /// targets and cycles, includes, environments), that every manifest's `type`
 /// has a plugin and its `path` exists, and asks each plugin to validate its
 /// manifest's config. Errors point at the file, line and column.
-///
-/// Examples:
-///
-///   tazuna check
-///   tazuna check -f clusters/production/tazuna.yaml -e production
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  tazuna check\n  tazuna check -f clusters/production/tazuna.yaml -e production"
+)]
 pub struct Check {}
 
 impl Check {
@@ -86,7 +84,7 @@ impl Check {
         }
         let layers = graph::layers(&manifests);
         match settings.output {
-            OutputFormat::Json => println!(
+            OutputFormat::Json => outln!(
                 "{}",
                 serde_json::json!({
                     "file": settings.file,
@@ -99,7 +97,7 @@ impl Check {
                         .collect::<Vec<_>>(),
                 })
             ),
-            OutputFormat::Text if errors == 0 => println!(
+            OutputFormat::Text if errors == 0 => outln!(
                 "{} {}: {} manifests in {} layers",
                 settings.stdout_color.ok("ok:"),
                 settings.file.display(),

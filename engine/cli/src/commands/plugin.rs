@@ -75,16 +75,19 @@ fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .collect();
-            println!("{}", serde_json::to_string_pretty(&list)?);
+            outln!("{}", serde_json::to_string_pretty(&list)?);
         }
         OutputFormat::Text => {
-            println!(
+            outln!(
                 "{:<12} {:<9} {:<36} {:<14} SOURCE",
-                "NAME", "VERSION", "WORLD", "CAPABILITIES"
+                "NAME",
+                "VERSION",
+                "WORLD",
+                "CAPABILITIES"
             );
             for (source, p) in &rows {
                 let info = p.info();
-                println!(
+                outln!(
                     "{:<12} {:<9} {:<36} {:<14} {source}",
                     info.name,
                     info.version,

@@ -20,15 +20,15 @@ impl Tags {
         let config = super::load_config(settings)?;
         let tags = config.tags();
         match settings.output {
-            OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&tags)?),
+            OutputFormat::Json => outln!("{}", serde_json::to_string_pretty(&tags)?),
             OutputFormat::Text if tags.is_empty() => {
                 eprintln!("no manifest in `{}` has tags", settings.file.display());
             }
             OutputFormat::Text => {
                 let width = tags.keys().map(String::len).max().unwrap_or(3).max(3);
-                println!("{:width$}  MANIFESTS", "TAG");
+                outln!("{:width$}  MANIFESTS", "TAG");
                 for (tag, manifests) in &tags {
-                    println!("{tag:width$}  {}", manifests.join(", "));
+                    outln!("{tag:width$}  {}", manifests.join(", "));
                 }
             }
         }

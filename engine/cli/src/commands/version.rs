@@ -17,7 +17,7 @@ impl Version {
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         let contract = SOURCE_WORLD.rsplit_once('@').map_or("", |(_, v)| v);
         match settings.output {
-            OutputFormat::Json => println!(
+            OutputFormat::Json => outln!(
                 "{}",
                 serde_json::json!({
                     "tazuna": tazuna_engine::VERSION,
@@ -26,8 +26,8 @@ impl Version {
                 })
             ),
             OutputFormat::Text => {
-                println!("tazuna {}", tazuna_engine::VERSION);
-                println!("plugin contract tazuna:plugin@{contract}");
+                outln!("tazuna {}", tazuna_engine::VERSION);
+                outln!("plugin contract tazuna:plugin@{contract}");
             }
         }
         Ok(ExitCode::SUCCESS)

@@ -40,16 +40,6 @@ impl CompileCache {
         Self { dir }
     }
 
-    /// A cache that never touches the disk.
-    pub fn disabled() -> Self {
-        Self { dir: None }
-    }
-
-    /// The directory entries are written to, if any.
-    pub fn dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
-    }
-
     /// Load the component with content digest `digest` (hex sha256 of `bytes`),
     /// compiling and storing it when it is not cached yet.
     pub fn load(

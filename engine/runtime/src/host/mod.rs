@@ -193,11 +193,6 @@ impl PluginHost {
         })
     }
 
-    /// The compile cache in use.
-    pub fn cache(&self) -> &CompileCache {
-        &self.cache
-    }
-
     /// Compile (or load from cache) and pre-link a source plugin, then ask it to
     /// describe itself. `label` names it in errors until it has told its name;
     /// `granted` is what the user (or, for built-ins, Tazuna) grants.
