@@ -1,8 +1,10 @@
-//! Tazuna's pure core: the `tazuna.yaml` model with its validation ([`config`]) and the
-//! order in which manifests are applied ([`graph`]).
+//! Tazuna's pure core: the `tazuna.yaml` model with its validation ([`config`]), the
+//! order in which manifests are applied ([`graph`]), and object identities, apply
+//! phases, content hashes and redaction ([`inventory`]).
 //!
 //! This crate does no I/O beyond reading the config files, and depends on no runtime,
 //! Kubernetes client or WebAssembly engine, so everything in it is unit-testable.
 
 pub mod config;
 pub mod graph;
+pub mod inventory;
