@@ -115,27 +115,42 @@ fn a_plugin_that_panics_fails_only_its_manifest() {
     drop(dir);
 }
 
-#[test]
-fn a_granted_exec_runs_the_tool_through_the_host() {
-    // `true` stands in for a real tool: the point is that the grant is honoured.
-    let dir = project(
+fn exec_project(grants: &str, tool: &str) -> tempfile::TempDir {
+    project(&format!(
         r#"spec:
   plugins:
     - name: probe
-      source: file://{probe}
-      grants: ["exec:true"]
+      source: file://{{probe}}
+      grants: {grants}
   manifests:
     - name: runs
       type: probe
-      probe: { action: exec, tool: "true" }
-"#,
-    );
+      probe: {{ action: exec, tool: "{tool}", args: [hello, from, the, host] }}
+"#
+    ))
+}
+
+#[test]
+fn a_requested_and_granted_exec_runs_the_tool_through_the_host() {
+    let dir = exec_project(r#"["exec:echo"]"#, "echo");
+    let run = tazuna(dir.path(), &["build", "-o", "json"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let list: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let data = &list["items"][0]["data"];
+    assert_eq!(data["exitCode"], "0");
+    assert_eq!(data["stdout"], "hello from the host\n");
+}
+
+#[test]
+fn a_grant_the_plugin_never_requested_gives_it_nothing() {
+    // The probe requests `exec:echo` only: granting `exec:true` as well does
+    // not let it run `true`, because only the intersection takes effect.
+    let dir = exec_project(r#"["exec:echo", "exec:true"]"#, "true");
     let run = tazuna(dir.path(), &["build"]);
-    // The probe requests no capabilities, so even a grant gives it none: only
-    // the intersection takes effect.
     assert_eq!(run.code, 1, "{}", run.transcript());
     assert!(
-        run.stderr.contains("capability `exec:true` is not granted"),
+        run.stderr
+            .contains("capability `exec:true` is not granted (effective: exec:echo)"),
         "{}",
         run.stderr
     );

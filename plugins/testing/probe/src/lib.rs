@@ -14,7 +14,9 @@
 //! | `{"action": "trap"}`                     | panics                                                      |
 //! | `{"action": "invalid-yaml"}`             | returns a document that is not valid YAML                   |
 //!
-//! It requests no capabilities.
+//! It requests one capability, `exec:echo`, so tests can show both halves of the rule: a
+//! requested capability takes effect only once granted, and a grant of anything it did not
+//! request gives it nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -63,6 +65,7 @@ impl SourcePlugin for Probe {
     fn info() -> PluginInfo {
         PluginInfo::new("probe", env!("CARGO_PKG_VERSION"))
             .with_description("Misbehaves on request, to test the host's sandbox.")
+            .with_capability("exec:echo")
     }
 
     fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
