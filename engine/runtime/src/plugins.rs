@@ -123,11 +123,6 @@ impl PluginSet {
     pub fn get(&self, kind: &str) -> Option<&SourcePlugin> {
         self.plugins.get(kind)
     }
-
-    /// Every loaded plugin, by type.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &SourcePlugin)> {
-        self.plugins.iter().map(|(k, v)| (k.as_str(), v))
-    }
 }
 
 fn load_declared(host: &PluginHost, decl: &Plugin) -> Result<SourcePlugin, PluginLoadError> {

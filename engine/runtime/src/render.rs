@@ -42,28 +42,6 @@ pub struct Object {
     pub origin: Option<String>,
 }
 
-impl Object {
-    /// `apiVersion`.
-    pub fn api_version(&self) -> &str {
-        self.value["apiVersion"].as_str().unwrap_or_default()
-    }
-
-    /// `kind`.
-    pub fn kind(&self) -> &str {
-        self.value["kind"].as_str().unwrap_or_default()
-    }
-
-    /// `metadata.name`.
-    pub fn name(&self) -> &str {
-        self.value["metadata"]["name"].as_str().unwrap_or_default()
-    }
-
-    /// `metadata.namespace`, if set.
-    pub fn namespace(&self) -> Option<&str> {
-        self.value["metadata"]["namespace"].as_str()
-    }
-}
-
 /// A manifest, rendered.
 #[derive(Debug, Clone)]
 pub struct Rendered {
