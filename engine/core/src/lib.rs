@@ -1,6 +1,7 @@
 //! Tazuna's pure core: the `tazuna.yaml` model with its validation ([`config`]), the
-//! order in which manifests are applied ([`graph`]), and object identities, apply
-//! phases, content hashes and redaction ([`inventory`]).
+//! order in which manifests are applied ([`graph`]), object identities, apply
+//! phases, content hashes and redaction ([`inventory`]), and when a live object
+//! counts as ready ([`readiness`]).
 //!
 //! This crate does no I/O beyond reading the config files, and depends on no runtime,
 //! Kubernetes client or WebAssembly engine, so everything in it is unit-testable.
@@ -8,3 +9,4 @@
 pub mod config;
 pub mod graph;
 pub mod inventory;
+pub mod readiness;
