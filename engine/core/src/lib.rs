@@ -1,11 +1,13 @@
 //! Tazuna's pure core: the `tazuna.yaml` model with its validation ([`config`]), the
 //! order in which manifests are applied ([`graph`]), object identities, apply
 //! phases, content hashes and redaction ([`inventory`]), when a live object counts
-//! as ready ([`readiness`]), and what `plan` and `state drift` show ([`diff`]).
+//! as ready ([`readiness`]), what `plan` and `state drift` show ([`diff`]), and the
+//! evaluation of `tests` ([`check`]).
 //!
 //! This crate does no I/O beyond reading the config files, and depends on no runtime,
 //! Kubernetes client or WebAssembly engine, so everything in it is unit-testable.
 
+pub mod check;
 pub mod config;
 pub mod diff;
 pub mod graph;

@@ -172,6 +172,16 @@ pub enum ConfigError {
         /// Where the pattern is.
         at: Box<Span>,
     },
+    /// A `WaitUntil` test's `condition` does not compile as CEL.
+    #[error("invalid CEL condition `{expression}`: {reason}")]
+    InvalidCondition {
+        /// The condition in the file.
+        expression: String,
+        /// The CEL parser's complaint, with the position in the expression.
+        reason: String,
+        /// Where the condition is.
+        at: Box<Span>,
+    },
     /// `spec.manifests` is absent or empty.
     #[error("`spec.manifests` is empty")]
     NoManifests {
@@ -323,6 +333,7 @@ impl ConfigError {
             | Self::InvalidVersion { at, .. }
             | Self::TooOld { at, .. }
             | Self::InvalidRegex { at, .. }
+            | Self::InvalidCondition { at, .. }
             | Self::NoManifests { at }
             | Self::InvalidName { at, .. }
             | Self::DuplicateName { at, .. }
@@ -391,6 +402,11 @@ impl ConfigError {
             Self::InvalidRegex { .. } => Some(
                 "patterns use RE2 syntax and match anywhere in the context name; escape `.` \
                  and brackets with `\\`"
+                    .to_owned(),
+            ),
+            Self::InvalidCondition { .. } => Some(
+                "a condition is a CEL expression over `object`, such as \
+                 `object.status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')`"
                     .to_owned(),
             ),
             Self::NoManifests { .. } => {

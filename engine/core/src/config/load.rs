@@ -26,6 +26,7 @@ use super::raw::{
 };
 use super::source::{Seg, Source, YamlPath, join_clean, parent_dir};
 use super::{API_VERSION, Config, KIND, LoadOptions, RESERVED_NAME};
+use crate::check::{CheckError, Condition};
 
 /// A parsed file: its text and index, its data, and the directory its paths are relative to.
 struct Document {
@@ -764,6 +765,18 @@ fn build_test(doc: &Document, path: &YamlPath, raw: RawTest) -> Result<Test, Con
     let check = match raw.kind {
         RawTestType::WaitUntil => {
             let args = raw.wait_until.ok_or_else(missing)?;
+            if let Err(CheckError::Compile {
+                reason, position, ..
+            }) = Condition::compile(&args.condition)
+            {
+                let mut at = doc.value_span(&path.key("waitUntil").key("condition"));
+                point_into(&mut at, &args.condition, position);
+                return Err(ConfigError::InvalidCondition {
+                    expression: args.condition,
+                    reason,
+                    at,
+                });
+            }
             Check::WaitUntil(WaitUntil {
                 resource: ResourceType {
                     api_version: args.resource.api_version,
@@ -798,6 +811,31 @@ fn build_test(doc: &Document, path: &YamlPath, raw: RawTest) -> Result<Test, Con
         interval: Duration::from_secs(raw.interval_seconds.unwrap_or(0)),
         origin: doc.value_span(path).location,
     })
+}
+
+/// Narrow `span`, which covers a one-line `expression`, to the character at
+/// `position` within it, when the file spells the expression out verbatim
+/// (plain or quoted without escapes) so that the columns line up.
+fn point_into(span: &mut Span, expression: &str, position: Option<(usize, usize)>) {
+    let Some((1, column)) = position else {
+        return;
+    };
+    let rest: String = span
+        .source_line
+        .chars()
+        .skip(span.location.column - 1)
+        .collect();
+    let quote = if rest.starts_with(expression) {
+        0
+    } else if rest.starts_with(['"', '\'']) && rest[1..].starts_with(expression) {
+        1
+    } else {
+        return;
+    };
+    // The parser reports the end of input one past the last character.
+    let offset = column.clamp(1, expression.chars().count().max(1)) - 1;
+    span.location.column += quote + offset;
+    span.width = 1;
 }
 
 fn deserialize_root(doc: &Document) -> Result<RawRoot, ConfigError> {
@@ -1490,6 +1528,40 @@ mod tests {
         assert_eq!(parse_version("1.4"), Ok(semver::Version::new(1, 4, 0)));
         assert_eq!(parse_version("2"), Ok(semver::Version::new(2, 0, 0)));
         assert!(parse_version("one").is_err());
+    }
+
+    #[test]
+    fn points_into_a_condition_only_where_the_columns_line_up() {
+        let span = |line: &str, column| Span {
+            location: super::super::Location {
+                file: PathBuf::from("tazuna.yaml"),
+                line: 3,
+                column,
+            },
+            width: 9,
+            source_line: line.to_owned(),
+        };
+        let columns = |line: &str, column, expression, position| {
+            let mut at = span(line, column);
+            point_into(&mut at, expression, position);
+            (at.location.column, at.width)
+        };
+        assert_eq!(
+            columns("  condition: a == &&", 14, "a == &&", Some((1, 6))),
+            (19, 1)
+        );
+        assert_eq!(
+            columns("  condition: \"a ==\"", 14, "a ==", Some((1, 5))),
+            (18, 1)
+        );
+        assert_eq!(
+            columns("  condition: \"a \\\\x ==\"", 14, "a \\x ==", Some((1, 1))),
+            (14, 9)
+        );
+        assert_eq!(
+            columns("  condition: |", 14, "a ==\n b", Some((2, 2))),
+            (14, 9)
+        );
     }
 
     #[test]

@@ -239,7 +239,8 @@ pub struct WaitUntil {
     pub namespace: Option<String>,
     /// The object's name.
     pub name: String,
-    /// A CEL expression over `object`; stored, not compiled, here.
+    /// A CEL expression over `object`. The loader checks that it compiles;
+    /// [`crate::check::Condition`] compiles it again to evaluate it.
     pub condition: String,
 }
 
