@@ -1,7 +1,7 @@
 //! Tazuna's pure core: the `tazuna.yaml` model with its validation ([`config`]), the
 //! order in which manifests are applied ([`graph`]), object identities, apply
 //! phases, content hashes and redaction ([`inventory`]), when a live object counts
-//! as ready ([`readiness`]), what `plan` and `state drift` show ([`diff`]), and the
+//! as ready ([`readiness`]), the cluster bindings in `tazuna.lock` ([`lock`]), what `plan` and `state drift` show ([`diff`]), and the
 //! evaluation of `tests` ([`check`]).
 //!
 //! This crate does no I/O beyond reading the config files, and depends on no runtime,
@@ -12,4 +12,5 @@ pub mod config;
 pub mod diff;
 pub mod graph;
 pub mod inventory;
+pub mod lock;
 pub mod readiness;

@@ -9,10 +9,16 @@
 //! The pure parts (config model, manifest graph) live in `tazuna-core`, which
 //! depends on neither wasmtime nor an HTTP client.
 
+pub mod apply;
+pub mod checks;
+pub mod cluster;
+pub mod guard;
 pub mod host;
 pub mod plugins;
 pub mod render;
 pub mod report;
+pub mod state;
+pub mod wait;
 
 /// The version of this build of Tazuna.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

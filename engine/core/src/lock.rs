@@ -1,0 +1,201 @@
+//! `tazuna.lock`: what a `tazuna.yaml` is pinned to, written by Tazuna and
+//! committed next to the file.
+//!
+//! Today it records which cluster each environment is bound to: the first
+//! apply to a cluster writes the UID of its `kube-system` namespace here, and
+//! every later write is refused if the context's cluster has another UID, even
+//! when the context name still matches. `--rebind` replaces a binding on
+//! purpose. Keys this version does not know are kept as they are, so an older
+//! tazuna never drops what a newer one wrote.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The key of the binding used when no environment is selected.
+pub const DEFAULT_BINDING: &str = "default";
+
+const HEADER: &str =
+    "# tazuna.lock: written by tazuna. Commit it; it binds this file to its clusters.\n";
+
+/// The lock file's content.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lockfile {
+    /// Format version.
+    #[serde(default = "format_version")]
+    pub version: u32,
+    /// Cluster bindings by environment name ([`DEFAULT_BINDING`] without `-e`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub clusters: BTreeMap<String, ClusterBinding>,
+    /// Sections this version does not know, kept verbatim.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, serde_yaml::Value>,
+}
+
+fn format_version() -> u32 {
+    1
+}
+
+/// The cluster an environment was first applied to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterBinding {
+    /// The UID of the cluster's `kube-system` namespace.
+    pub uid: String,
+    /// The context it was reached through, for people reading the file.
+    pub context: String,
+    /// The API server URL, for people reading the file.
+    pub server: String,
+    /// When the binding was made (RFC 3339).
+    pub bound_at: String,
+}
+
+/// Why the lock file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Reading or writing failed.
+    #[error("cannot {action} `{}`", path.display())]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The lock file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a lock file this version understands.
+    #[error("`{}` is not a valid tazuna.lock: {message}", path.display())]
+    Invalid {
+        /// The lock file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Lockfile {
+    /// The lock file that belongs to `config_file`: `tazuna.lock` beside it.
+    pub fn path_for(config_file: &Path) -> PathBuf {
+        config_file
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join("tazuna.lock")
+    }
+
+    /// Read `path`; a missing file is an empty lock.
+    pub fn load(path: &Path) -> Result<Self, LockError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self {
+                    version: format_version(),
+                    ..Self::default()
+                });
+            }
+            Err(source) => {
+                return Err(LockError::Io {
+                    action: "read",
+                    path: path.to_owned(),
+                    source,
+                });
+            }
+        };
+        let lock: Self = serde_yaml::from_str(&text).map_err(|e| LockError::Invalid {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        if lock.version != format_version() {
+            return Err(LockError::Invalid {
+                path: path.to_owned(),
+                message: format!(
+                    "format version {} is not supported (this tazuna writes version {})",
+                    lock.version,
+                    format_version()
+                ),
+            });
+        }
+        Ok(lock)
+    }
+
+    /// Write to `path` atomically (a temporary file renamed over it).
+    pub fn save(&self, path: &Path) -> Result<(), LockError> {
+        let io = |source| LockError::Io {
+            action: "write",
+            path: path.to_owned(),
+            source,
+        };
+        let body = serde_yaml::to_string(self).expect("a lock file always serialises");
+        let temporary = path.with_extension("lock.tmp");
+        std::fs::write(&temporary, format!("{HEADER}{body}")).map_err(io)?;
+        std::fs::rename(&temporary, path).map_err(io)
+    }
+
+    /// The binding for `environment` (`None` for the default).
+    pub fn binding(&self, environment: Option<&str>) -> Option<&ClusterBinding> {
+        self.clusters.get(environment.unwrap_or(DEFAULT_BINDING))
+    }
+
+    /// Bind `environment` to a cluster, replacing any earlier binding.
+    pub fn bind(&mut self, environment: Option<&str>, binding: ClusterBinding) {
+        self.clusters
+            .insert(environment.unwrap_or(DEFAULT_BINDING).to_owned(), binding);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(uid: &str) -> ClusterBinding {
+        ClusterBinding {
+            uid: uid.into(),
+            context: "kind-staging".into(),
+            server: "https://127.0.0.1:6443".into(),
+            bound_at: "2026-11-30T12:00:00Z".into(),
+        }
+    }
+
+    #[test]
+    fn a_missing_lock_is_empty_and_bindings_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tazuna.lock");
+        let mut lock = Lockfile::load(&path).unwrap();
+        assert_eq!(lock.binding(None), None);
+        lock.bind(None, binding("uid-a"));
+        lock.bind(Some("production"), binding("uid-b"));
+        lock.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# tazuna.lock"), "{text}");
+        let again = Lockfile::load(&path).unwrap();
+        assert_eq!(again.binding(None).unwrap().uid, "uid-a");
+        assert_eq!(again.binding(Some("production")).unwrap().uid, "uid-b");
+        assert_eq!(again.binding(Some("staging")), None);
+    }
+
+    #[test]
+    fn sections_from_newer_versions_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tazuna.lock");
+        std::fs::write(&path, "version: 1\nplugins:\n- name: x\n").unwrap();
+        let mut lock = Lockfile::load(&path).unwrap();
+        lock.bind(None, binding("uid-a"));
+        lock.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("plugins:\n- name: x"), "{text}");
+    }
+
+    #[test]
+    fn an_unknown_format_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tazuna.lock");
+        std::fs::write(&path, "version: 7\n").unwrap();
+        let error = Lockfile::load(&path).unwrap_err().to_string();
+        assert!(
+            error.contains("format version 7 is not supported"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,1002 @@
+//! Applying rendered manifests to a cluster: layer by layer, manifests of a
+//! layer in parallel, and inside a manifest Namespaces, then CRDs (waited
+//! for until `Established`, then discovery is refreshed), then the rest.
+//!
+//! Every object goes in by server-side apply with field manager `tazuna`.
+//! An object whose content hash equals the one in state, and whose fields
+//! owned by `tazuna` are unchanged live, is not sent again: one list call per
+//! kind and namespace answers that for all of them. After a manifest applied,
+//! its objects are waited for (see [`crate::wait`]), its tests run, and only
+//! then is its state written. A failing manifest stops its dependents; the
+//! other manifests of its layer still finish.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PropagationPolicy};
+use kube::{Api, Client};
+use serde_json::Value;
+use tazuna_core::config::{Manifest, Test, Wait};
+use tazuna_core::inventory::{self, ObjectRef, Phase};
+
+use crate::cluster::{Cluster, Resolved};
+use crate::render::Rendered;
+use crate::state::{Entry, ManifestState, PluginRecord, Store, Stored};
+use crate::wait::{self, Watched};
+
+/// The field manager Tazuna applies as.
+pub const FIELD_MANAGER: &str = "tazuna";
+/// The annotation that keeps an object from being pruned.
+pub const PRUNE_ANNOTATION: &str = "tazuna.dev/prune";
+
+/// What happens on a field conflict with another manager.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflicts {
+    /// Fail the object and say who owns the field.
+    Report,
+    /// Take ownership (`--force-conflicts`).
+    Force,
+}
+
+/// What happens when an immutable field changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recreate {
+    /// Fail the object with a hint.
+    Never,
+    /// Delete it, wait until it is gone, and apply it again (`--recreate`).
+    Allowed,
+}
+
+/// Whether objects no longer rendered are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Prune {
+    /// Only manifests with `prune: true`.
+    Off,
+    /// Every manifest (`--prune`), except Namespaces, CRDs and PVCs.
+    On,
+    /// Including Namespaces, CRDs and PVCs (`--prune-dangerous`).
+    Dangerous,
+}
+
+/// Whether anything is persisted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Apply for real.
+    Apply,
+    /// Server-side dry run: nothing is persisted, nothing is waited for.
+    DryRun,
+}
+
+/// How one apply runs.
+#[derive(Debug, Clone)]
+pub struct ApplySettings {
+    /// On field conflicts.
+    pub conflicts: Conflicts,
+    /// On immutable fields.
+    pub recreate: Recreate,
+    /// Pruning.
+    pub prune: Prune,
+    /// Apply or dry run.
+    pub mode: Mode,
+    /// Manifests of a layer applied at once.
+    pub manifests_at_once: usize,
+    /// Requests in flight per manifest.
+    pub requests_at_once: usize,
+    /// The git commit of the config, recorded in state.
+    pub git_commit: Option<String>,
+    /// The tazuna version, recorded in state.
+    pub tazuna_version: String,
+    /// Whether `spec.tests` run at the end.
+    pub run_spec_tests: bool,
+}
+
+/// One manifest to apply.
+#[derive(Debug)]
+pub struct Unit<'a> {
+    /// The manifest.
+    pub manifest: &'a Manifest,
+    /// Its position in the file.
+    pub position: usize,
+    /// What it rendered to, or why it did not.
+    pub rendered: Result<Rendered, String>,
+}
+
+/// What happened to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Sent; it was not in state before.
+    Created,
+    /// Sent; it changed (or changed live).
+    Configured,
+    /// Not sent: unchanged in intent and live.
+    Unchanged,
+    /// Deleted because it is no longer rendered.
+    Pruned,
+    /// No longer rendered, but kept (annotation, or a dangerous kind without `--prune-dangerous`).
+    Kept,
+}
+
+impl Action {
+    /// The word shown for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Configured => "configured",
+            Self::Unchanged => "unchanged",
+            Self::Pruned => "pruned",
+            Self::Kept => "kept",
+        }
+    }
+}
+
+/// Progress events: the one source of every progress view and log line.
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// A layer starts.
+    Layer {
+        /// 1-based.
+        index: usize,
+        /// How many layers there are.
+        of: usize,
+        /// Its manifests.
+        manifests: Vec<String>,
+    },
+    /// A manifest starts.
+    Started {
+        /// The manifest.
+        manifest: String,
+        /// How many objects it rendered.
+        objects: usize,
+    },
+    /// An object was handled.
+    Object {
+        /// The manifest.
+        manifest: String,
+        /// The object.
+        object: ObjectRef,
+        /// What happened.
+        action: Action,
+        /// Why, for kept objects.
+        note: Option<String>,
+    },
+    /// A manifest waits for readiness.
+    Waiting {
+        /// The manifest.
+        manifest: String,
+        /// How many objects it waits for.
+        objects: usize,
+    },
+    /// An object became ready.
+    Ready {
+        /// The manifest.
+        manifest: String,
+        /// The object.
+        object: ObjectRef,
+    },
+    /// A test passed.
+    TestPassed {
+        /// The manifest (`None` for `spec.tests`).
+        manifest: Option<String>,
+        /// What was tested.
+        test: String,
+    },
+    /// A manifest is done.
+    Finished(ManifestOutcome),
+}
+
+/// Receives [`Event`]s.
+pub trait Observer: Sync {
+    /// One event.
+    fn event(&self, event: Event);
+}
+
+/// Counts per action.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Created.
+    pub created: usize,
+    /// Configured.
+    pub configured: usize,
+    /// Unchanged.
+    pub unchanged: usize,
+    /// Pruned.
+    pub pruned: usize,
+    /// Kept.
+    pub kept: usize,
+}
+
+impl Counts {
+    fn add(&mut self, action: Action) {
+        match action {
+            Action::Created => self.created += 1,
+            Action::Configured => self.configured += 1,
+            Action::Unchanged => self.unchanged += 1,
+            Action::Pruned => self.pruned += 1,
+            Action::Kept => self.kept += 1,
+        }
+    }
+}
+
+/// How a manifest ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Applied, ready, tests passed, state written.
+    Applied,
+    /// Failed, with the error (and hint lines).
+    Failed(String),
+    /// Not attempted, with the reason.
+    Skipped(String),
+}
+
+/// One manifest's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestOutcome {
+    /// The manifest (or `spec.tests`).
+    pub manifest: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// What happened to its objects.
+    pub counts: Counts,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// Why one manifest failed; rendered into [`Outcome::Failed`].
+#[derive(Debug, thiserror::Error)]
+enum ManifestError {
+    #[error("{object}: unknown kind `{kind}` in `{api_version}`{hint}")]
+    UnknownKind {
+        object: ObjectRef,
+        kind: String,
+        api_version: String,
+        hint: String,
+    },
+    #[error(
+        "{object}: conflict with another field manager: {message}\nhint: another tool owns these fields; rerun with `--force-conflicts` to take them over"
+    )]
+    Conflict { object: ObjectRef, message: String },
+    #[error(
+        "{object}: an immutable field changed: {message}\nhint: rerun with `--recreate` to delete and re-create it"
+    )]
+    Immutable { object: ObjectRef, message: String },
+    #[error("{object}: {message}")]
+    Rejected { object: ObjectRef, message: String },
+    #[error("{0}")]
+    Wait(#[from] wait::WaitError),
+    #[error("{0}")]
+    State(#[from] crate::state::StateError),
+    #[error("{0}")]
+    Test(String),
+    #[error("cannot refresh discovery after applying CRDs: {0}")]
+    Discovery(kube::Error),
+    #[error("object #{index} has no apiVersion, kind or metadata.name")]
+    Anonymous { index: usize },
+}
+
+fn status_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Everything one run shares.
+pub struct Run<'a> {
+    /// The cluster.
+    pub cluster: &'a Cluster,
+    /// Its state store.
+    pub store: &'a Store,
+    /// State as read at the start.
+    pub states: &'a BTreeMap<String, Stored>,
+    /// The key for hashing Secrets.
+    pub hash_key: &'a [u8],
+    /// How to apply.
+    pub settings: &'a ApplySettings,
+    /// Who hears about progress.
+    pub observer: &'a dyn Observer,
+}
+
+impl std::fmt::Debug for Run<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("settings", self.settings)
+            .finish()
+    }
+}
+
+/// A rendered object made ready to send.
+#[derive(Debug, Clone)]
+struct Prepared {
+    object: ObjectRef,
+    value: Value,
+    hash: String,
+}
+
+impl Run<'_> {
+    fn client(&self) -> &Client {
+        self.cluster.client()
+    }
+
+    /// Apply `units` in `layers` (indices into `units`). `sequential` says the
+    /// layers come from declaration order alone, so a failure stops every
+    /// later manifest.
+    pub async fn apply(
+        &self,
+        units: &[Unit<'_>],
+        layers: &[Vec<usize>],
+        sequential: bool,
+    ) -> Vec<ManifestOutcome> {
+        let providers = crd_providers(units);
+        let mut outcomes: Vec<Option<ManifestOutcome>> = vec![None; units.len()];
+        let mut failed: HashSet<String> = HashSet::new();
+        let mut stop_all: Option<String> = None;
+        for (index, layer) in layers.iter().enumerate() {
+            self.observer.event(Event::Layer {
+                index: index + 1,
+                of: layers.len(),
+                manifests: layer
+                    .iter()
+                    .map(|&i| units[i].manifest.name.clone())
+                    .collect(),
+            });
+            let semaphore = tokio::sync::Semaphore::new(self.settings.manifests_at_once.max(1));
+            let runs = layer.iter().map(|&i| {
+                let unit = &units[i];
+                let blocked = stop_all.clone().or_else(|| {
+                    unit.manifest
+                        .depends_on
+                        .iter()
+                        .find(|d| failed.contains(d.as_str()))
+                        .map(|d| format!("its dependency `{d}` did not apply"))
+                });
+                let semaphore = &semaphore;
+                let providers = &providers;
+                async move {
+                    let started = Instant::now();
+                    if let Some(reason) = blocked {
+                        return ManifestOutcome {
+                            manifest: unit.manifest.name.clone(),
+                            outcome: Outcome::Skipped(reason),
+                            counts: Counts::default(),
+                            elapsed: Duration::ZERO,
+                        };
+                    }
+                    let _permit = semaphore
+                        .acquire()
+                        .await
+                        .expect("semaphore is never closed");
+                    let mut counts = Counts::default();
+                    let outcome = match &unit.rendered {
+                        Err(error) => Outcome::Failed(error.clone()),
+                        Ok(rendered) => match self
+                            .apply_manifest(unit, rendered, providers, &mut counts)
+                            .await
+                        {
+                            Ok(()) => Outcome::Applied,
+                            Err(error) => Outcome::Failed(error.to_string()),
+                        },
+                    };
+                    ManifestOutcome {
+                        manifest: unit.manifest.name.clone(),
+                        outcome,
+                        counts,
+                        elapsed: started.elapsed(),
+                    }
+                }
+            });
+            let results = futures::future::join_all(runs).await;
+            for (&i, outcome) in layer.iter().zip(results) {
+                if !matches!(outcome.outcome, Outcome::Applied) {
+                    failed.insert(outcome.manifest.clone());
+                    if sequential && stop_all.is_none() {
+                        stop_all = Some(format!("`{}` before it did not apply", outcome.manifest));
+                    }
+                }
+                self.observer.event(Event::Finished(outcome.clone()));
+                outcomes[i] = Some(outcome);
+            }
+        }
+        outcomes.into_iter().flatten().collect()
+    }
+
+    async fn apply_manifest(
+        &self,
+        unit: &Unit<'_>,
+        rendered: &Rendered,
+        providers: &HashMap<(String, String), String>,
+        counts: &mut Counts,
+    ) -> Result<(), ManifestError> {
+        let manifest = unit.manifest;
+        let name = manifest.name.as_str();
+        self.observer.event(Event::Started {
+            manifest: name.to_owned(),
+            objects: rendered.objects.len(),
+        });
+        let previous = self.states.get(name);
+        let prior: HashMap<ObjectRef, &Entry> = previous
+            .map(|p| p.state.objects.iter().map(|e| (e.object(), e)).collect())
+            .unwrap_or_default();
+
+        let values: Vec<Value> = rendered.objects.iter().map(|o| o.value.clone()).collect();
+        let order = inventory::apply_order(&values);
+        let mut phases: BTreeMap<Phase, Vec<Value>> = BTreeMap::new();
+        for index in order {
+            let value = values[index].clone();
+            let Some(object) = ObjectRef::of(&value) else {
+                return Err(ManifestError::Anonymous { index: index + 1 });
+            };
+            phases.entry(Phase::of(&object)).or_default().push(value);
+        }
+
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut watched: Vec<Watched> = Vec::new();
+        for (phase, objects) in phases {
+            let mut prepared = Vec::with_capacity(objects.len());
+            for value in objects {
+                prepared.push(self.prepare(value, manifest, providers)?);
+            }
+            let sent = self.apply_phase(name, &prepared, &prior, counts).await?;
+            for (item, entry, live) in sent {
+                let resolved = self
+                    .cluster
+                    .resolve(&item.object)
+                    .expect("resolved before sending");
+                watched.push(Watched {
+                    object: item.object.clone(),
+                    resolved,
+                    last: live,
+                });
+                entries.push(entry);
+            }
+            if phase == Phase::Definitions && self.settings.mode == Mode::Apply {
+                let definitions: Vec<Watched> = watched
+                    .iter()
+                    .filter(|w| Phase::of(&w.object) == Phase::Definitions)
+                    .cloned()
+                    .collect();
+                self.observer.event(Event::Waiting {
+                    manifest: name.to_owned(),
+                    objects: definitions.len(),
+                });
+                let on_ready = |_: &ObjectRef| {};
+                wait::until_ready(
+                    self.client(),
+                    definitions,
+                    Duration::from_secs(60),
+                    &on_ready,
+                )
+                .await?;
+                self.cluster
+                    .refresh()
+                    .await
+                    .map_err(ManifestError::Discovery)?;
+            }
+        }
+
+        if self.settings.mode == Mode::DryRun {
+            return Ok(());
+        }
+        if let Wait::On { timeout } = manifest.wait {
+            let waiting: Vec<Watched> = watched
+                .into_iter()
+                .filter(|w| w.last.as_ref().is_none_or(tazuna_core::readiness::has_rule))
+                .collect();
+            self.observer.event(Event::Waiting {
+                manifest: name.to_owned(),
+                objects: waiting.len(),
+            });
+            let on_ready = |object: &ObjectRef| {
+                self.observer.event(Event::Ready {
+                    manifest: name.to_owned(),
+                    object: object.clone(),
+                });
+            };
+            wait::until_ready(self.client(), waiting, timeout, &on_ready).await?;
+        }
+        for test in &manifest.tests {
+            crate::checks::run(self.client(), self.cluster, test)
+                .await
+                .map_err(ManifestError::Test)?;
+            self.observer.event(Event::TestPassed {
+                manifest: Some(name.to_owned()),
+                test: crate::checks::describe(test),
+            });
+        }
+
+        // Objects applied before but no longer rendered.
+        let rendered_set: HashSet<ObjectRef> = entries.iter().map(Entry::object).collect();
+        let gone: Vec<&Entry> = previous
+            .map(|p| {
+                p.state
+                    .objects
+                    .iter()
+                    .filter(|e| !rendered_set.contains(&e.object()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let prune = if manifest.prune {
+            self.settings.prune.max(Prune::On)
+        } else {
+            self.settings.prune
+        };
+        let kept = self.prune(name, gone, prune, counts).await?;
+        entries.extend(kept);
+
+        let state = ManifestState {
+            manifest: name.to_owned(),
+            depends_on: manifest.depends_on.clone(),
+            position: unit.position,
+            plugin: PluginRecord {
+                name: rendered.plugin.clone(),
+                version: rendered.plugin_version.clone(),
+                digest: rendered.plugin_digest.clone(),
+            },
+            tazuna_version: self.settings.tazuna_version.clone(),
+            git_commit: self.settings.git_commit.clone(),
+            applied_at: crate::guard::now_rfc3339(),
+            cluster: self.cluster.target().uid.clone(),
+            objects: entries,
+        };
+        let unchanged =
+            previous.is_some_and(|p| same_state(&p.state, &state) && p.legacy.is_none());
+        if !unchanged {
+            self.store.save(&state, previous).await?;
+        }
+        Ok(())
+    }
+
+    /// Namespace defaulting and resolution against discovery.
+    fn prepare(
+        &self,
+        mut value: Value,
+        manifest: &Manifest,
+        providers: &HashMap<(String, String), String>,
+    ) -> Result<Prepared, ManifestError> {
+        let object = ObjectRef::of(&value).expect("identity checked before");
+        let Some(resolved) = self.cluster.resolve(&object) else {
+            let provider = providers.get(&(object.group.clone(), object.kind.clone()));
+            let hint = match provider {
+                Some(provider) if *provider == manifest.name => String::new(),
+                Some(provider) => format!(
+                    "\nhint: CRD for `{}` is applied by manifest `{provider}`; add `{provider}` to `dependsOn` of `{}`",
+                    object.kind, manifest.name
+                ),
+                None => format!(
+                    "\nhint: no manifest in this file provides a CRD for `{}.{}`; install it first, or add the manifest that does to `dependsOn`",
+                    object.kind, object.group
+                ),
+            };
+            return Err(ManifestError::UnknownKind {
+                kind: object.kind.clone(),
+                api_version: object.api_version(),
+                object,
+                hint,
+            });
+        };
+        let metadata = value
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .expect("identity checked before");
+        if resolved.namespaced {
+            if !metadata.contains_key("namespace") {
+                let namespace = manifest
+                    .namespace
+                    .clone()
+                    .unwrap_or_else(|| "default".into());
+                metadata.insert("namespace".into(), Value::String(namespace));
+            }
+        } else {
+            metadata.remove("namespace");
+        }
+        let object = ObjectRef::of(&value).expect("identity checked before");
+        let hash = inventory::content_hash(&value, self.hash_key);
+        Ok(Prepared {
+            object,
+            value,
+            hash,
+        })
+    }
+
+    /// Send what changed in one phase; returns every object with its new
+    /// state entry and its live form (when known), in rendered order.
+    async fn apply_phase(
+        &self,
+        manifest: &str,
+        prepared: &[Prepared],
+        prior: &HashMap<ObjectRef, &Entry>,
+        counts: &mut Counts,
+    ) -> Result<Vec<(Prepared, Entry, Option<Value>)>, ManifestError> {
+        // Which objects might be skipped: same hash as in state. One list per
+        // kind and namespace tells whether they are unchanged live.
+        let mut live: HashMap<ObjectRef, Value> = HashMap::new();
+        let mut listed: BTreeSet<(String, Option<String>)> = BTreeSet::new();
+        for item in prepared {
+            let same_intent = prior
+                .get(&item.object)
+                .is_some_and(|e| e.hash == item.hash && e.fields.is_some());
+            if !same_intent {
+                continue;
+            }
+            let resolved = self
+                .cluster
+                .resolve(&item.object)
+                .expect("resolved in prepare");
+            let key = (
+                resolved.resource.api_version.clone() + "/" + &resolved.resource.plural,
+                item.object.namespace.clone(),
+            );
+            if !listed.insert(key) {
+                continue;
+            }
+            let api = api_for(self.client(), &resolved, item.object.namespace.as_deref());
+            let list =
+                api.list(&ListParams::default())
+                    .await
+                    .map_err(|e| ManifestError::Rejected {
+                        object: item.object.clone(),
+                        message: format!("cannot list its kind: {}", status_message(&e)),
+                    })?;
+            for found in list.items {
+                let mut value = serde_json::to_value(&found).unwrap_or(Value::Null);
+                let mut reference = item.object.clone();
+                reference.name = found.metadata.name.clone().unwrap_or_default();
+                wait::fill_type(&mut value, &reference);
+                live.insert(reference, value);
+            }
+        }
+
+        let mut results: Vec<Option<(Prepared, Entry, Option<Value>, Action)>> =
+            vec![None; prepared.len()];
+        let mut to_send = Vec::new();
+        for (index, item) in prepared.iter().enumerate() {
+            let before = prior.get(&item.object);
+            if let (Some(entry), Some(current)) = (before, live.get(&item.object))
+                && entry.hash == item.hash
+                && entry.fields.is_some()
+                && owned_fields_hash(current) == entry.fields
+            {
+                results[index] = Some((
+                    item.clone(),
+                    (*entry).clone(),
+                    Some(current.clone()),
+                    Action::Unchanged,
+                ));
+                continue;
+            }
+            let action = if before.is_some() {
+                Action::Configured
+            } else {
+                Action::Created
+            };
+            to_send.push((index, item, action));
+        }
+
+        let sends =
+            futures::stream::iter(to_send.into_iter().map(|(index, item, action)| async move {
+                (index, item, action, self.send(item).await)
+            }))
+            .buffer_unordered(self.settings.requests_at_once.max(1))
+            .collect::<Vec<_>>()
+            .await;
+        let mut first_error = None;
+        for (index, item, action, result) in sends {
+            match result {
+                Ok(applied) => {
+                    let fields = owned_fields_hash(&applied);
+                    let entry = Entry::new(&item.object, item.hash.clone(), fields);
+                    results[index] = Some((item.clone(), entry, Some(applied), action));
+                }
+                Err(error) => {
+                    if first_error.as_ref().is_none_or(|(i, _)| index < *i) {
+                        first_error = Some((index, error));
+                    }
+                }
+            }
+        }
+        if let Some((_, error)) = first_error {
+            return Err(error);
+        }
+        let mut out = Vec::with_capacity(prepared.len());
+        for (item, entry, live, action) in results.into_iter().flatten() {
+            counts.add(action);
+            self.observer.event(Event::Object {
+                manifest: manifest.to_owned(),
+                object: item.object.clone(),
+                action,
+                note: None,
+            });
+            out.push((item, entry, live));
+        }
+        Ok(out)
+    }
+
+    /// Server-side apply of one object (with `--recreate` handling).
+    async fn send(&self, item: &Prepared) -> Result<Value, ManifestError> {
+        let resolved = self
+            .cluster
+            .resolve(&item.object)
+            .expect("resolved in prepare");
+        let api = api_for(self.client(), &resolved, item.object.namespace.as_deref());
+        let mut params = PatchParams::apply(FIELD_MANAGER);
+        params.force = self.settings.conflicts == Conflicts::Force;
+        params.dry_run = self.settings.mode == Mode::DryRun;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match api
+                .patch(&item.object.name, &params, &Patch::Apply(&item.value))
+                .await
+            {
+                Ok(applied) => {
+                    let mut value = serde_json::to_value(&applied).unwrap_or(Value::Null);
+                    wait::fill_type(&mut value, &item.object);
+                    return Ok(value);
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    return Err(ManifestError::Conflict {
+                        object: item.object.clone(),
+                        message: status.message.clone(),
+                    });
+                }
+                Err(kube::Error::Api(status))
+                    if status.code == 422 && status.message.contains("immutable") =>
+                {
+                    if self.settings.recreate == Recreate::Never || attempt > 1 || params.dry_run {
+                        return Err(ManifestError::Immutable {
+                            object: item.object.clone(),
+                            message: status.message.clone(),
+                        });
+                    }
+                    let delete = DeleteParams {
+                        propagation_policy: Some(PropagationPolicy::Foreground),
+                        ..DeleteParams::default()
+                    };
+                    api.delete(&item.object.name, &delete).await.map_err(|e| {
+                        ManifestError::Rejected {
+                            object: item.object.clone(),
+                            message: format!(
+                                "cannot delete it to re-create it: {}",
+                                status_message(&e)
+                            ),
+                        }
+                    })?;
+                    wait::until_gone(
+                        self.client(),
+                        vec![(item.object.clone(), resolved.clone())],
+                        Duration::from_secs(120),
+                    )
+                    .await?;
+                }
+                Err(error) => {
+                    return Err(ManifestError::Rejected {
+                        object: item.object.clone(),
+                        message: status_message(&error),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Delete (or keep) objects that are no longer rendered; returns the
+    /// entries that stay in state.
+    async fn prune(
+        &self,
+        manifest: &str,
+        gone: Vec<&Entry>,
+        prune: Prune,
+        counts: &mut Counts,
+    ) -> Result<Vec<Entry>, ManifestError> {
+        let mut kept = Vec::new();
+        let mut deleted = Vec::new();
+        for entry in gone {
+            let object = entry.object();
+            let decision = if prune == Prune::Off {
+                Err("no longer rendered; pass `--prune` to delete it".to_owned())
+            } else {
+                self.delete_if_ours(&object, prune).await?
+            };
+            match decision {
+                Ok(Some(resolved)) => {
+                    counts.add(Action::Pruned);
+                    self.observer.event(Event::Object {
+                        manifest: manifest.to_owned(),
+                        object: object.clone(),
+                        action: Action::Pruned,
+                        note: None,
+                    });
+                    deleted.push((object, resolved));
+                }
+                // Already gone, or never Tazuna's: forget it.
+                Ok(None) => {}
+                Err(note) => {
+                    counts.add(Action::Kept);
+                    self.observer.event(Event::Object {
+                        manifest: manifest.to_owned(),
+                        object,
+                        action: Action::Kept,
+                        note: Some(note.clone()),
+                    });
+                    if !note.starts_with("annotated") {
+                        kept.push(entry.clone());
+                    }
+                }
+            }
+        }
+        if !deleted.is_empty() {
+            wait::until_gone(self.client(), deleted, Duration::from_secs(300)).await?;
+        }
+        Ok(kept)
+    }
+
+    /// Delete `object` if it is still Tazuna's and may be pruned.
+    /// `Ok(Some)` when deleted, `Ok(None)` when there is nothing (of ours) to
+    /// delete, `Err(note)` when kept.
+    async fn delete_if_ours(
+        &self,
+        object: &ObjectRef,
+        prune: Prune,
+    ) -> Result<Result<Option<Resolved>, String>, ManifestError> {
+        let Some(resolved) = self.cluster.resolve(object) else {
+            return Ok(Ok(None));
+        };
+        if is_dangerous(object) && prune < Prune::Dangerous {
+            return Ok(Err(format!(
+                "a {} is only pruned with `--prune-dangerous`",
+                object.kind
+            )));
+        }
+        let api = api_for(self.client(), &resolved, object.namespace.as_deref());
+        let live = api
+            .get_opt(&object.name)
+            .await
+            .map_err(|e| ManifestError::Rejected {
+                object: object.clone(),
+                message: status_message(&e),
+            })?;
+        let Some(live) = live else {
+            return Ok(Ok(None));
+        };
+        let annotations = live.metadata.annotations.clone().unwrap_or_default();
+        if annotations
+            .get(PRUNE_ANNOTATION)
+            .is_some_and(|v| v == "disabled")
+        {
+            return Ok(Err(format!(
+                "annotated `{PRUNE_ANNOTATION}: disabled`; Tazuna stops managing it"
+            )));
+        }
+        let ours = live
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .any(|f| f.manager.as_deref() == Some(FIELD_MANAGER));
+        if !ours {
+            return Ok(Ok(None));
+        }
+        let params = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            preconditions: Some(kube::api::Preconditions {
+                uid: live.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&object.name, &params).await {
+            Ok(_) => Ok(Ok(Some(resolved))),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Ok(None)),
+            Err(error) => Err(ManifestError::Rejected {
+                object: object.clone(),
+                message: format!("cannot prune it: {}", status_message(&error)),
+            }),
+        }
+    }
+
+    /// Run `spec.tests`.
+    pub async fn spec_tests(&self, tests: &[Test]) -> Option<ManifestOutcome> {
+        if tests.is_empty() {
+            return None;
+        }
+        let started = Instant::now();
+        for test in tests {
+            if let Err(error) = crate::checks::run(self.client(), self.cluster, test).await {
+                return Some(ManifestOutcome {
+                    manifest: "spec.tests".into(),
+                    outcome: Outcome::Failed(error),
+                    counts: Counts::default(),
+                    elapsed: started.elapsed(),
+                });
+            }
+            self.observer.event(Event::TestPassed {
+                manifest: None,
+                test: crate::checks::describe(test),
+            });
+        }
+        Some(ManifestOutcome {
+            manifest: "spec.tests".into(),
+            outcome: Outcome::Applied,
+            counts: Counts::default(),
+            elapsed: started.elapsed(),
+        })
+    }
+}
+
+/// Namespaces, CRDs and PVCs: pruning them deletes data.
+pub fn is_dangerous(object: &ObjectRef) -> bool {
+    matches!(
+        (object.group.as_str(), object.kind.as_str()),
+        ("", "Namespace")
+            | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("", "PersistentVolumeClaim")
+    )
+}
+
+/// The API for `resolved` objects in `namespace`.
+pub fn api_for(
+    client: &Client,
+    resolved: &Resolved,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    match (resolved.namespaced, namespace) {
+        (true, Some(namespace)) => {
+            Api::namespaced_with(client.clone(), namespace, &resolved.resource)
+        }
+        _ => Api::all_with(client.clone(), &resolved.resource),
+    }
+}
+
+/// A hash of the fields the `tazuna` field manager owns by apply; `None` when
+/// it owns none.
+pub fn owned_fields_hash(live: &Value) -> Option<String> {
+    let managed = live.pointer("/metadata/managedFields")?.as_array()?;
+    let ours = managed.iter().find(|f| {
+        f.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
+            && f.get("operation").and_then(Value::as_str) == Some("Apply")
+    })?;
+    let owned = serde_json::json!({
+        "apiVersion": ours.get("apiVersion"),
+        "fieldsV1": ours.get("fieldsV1"),
+    });
+    Some(inventory::content_hash(&owned, b""))
+}
+
+/// Which manifest's CRDs provide each (group, kind).
+fn crd_providers(units: &[Unit<'_>]) -> HashMap<(String, String), String> {
+    let mut providers = HashMap::new();
+    for unit in units {
+        let Ok(rendered) = &unit.rendered else {
+            continue;
+        };
+        for object in &rendered.objects {
+            let Some(reference) = ObjectRef::of(&object.value) else {
+                continue;
+            };
+            if Phase::of(&reference) != Phase::Definitions {
+                continue;
+            }
+            let group = object.value.pointer("/spec/group").and_then(Value::as_str);
+            let kind = object
+                .value
+                .pointer("/spec/names/kind")
+                .and_then(Value::as_str);
+            if let (Some(group), Some(kind)) = (group, kind) {
+                providers
+                    .entry((group.to_owned(), kind.to_owned()))
+                    .or_insert_with(|| unit.manifest.name.clone());
+            }
+        }
+    }
+    providers
+}
+
+/// Whether two states record the same thing (the time aside).
+fn same_state(a: &ManifestState, b: &ManifestState) -> bool {
+    let mut a = a.clone();
+    a.applied_at.clone_from(&b.applied_at);
+    let sort = |s: &mut ManifestState| s.objects.sort_by_key(Entry::object);
+    let mut b = b.clone();
+    sort(&mut a);
+    sort(&mut b);
+    a == b
+}

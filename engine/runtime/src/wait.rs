@@ -1,0 +1,251 @@
+//! Waiting with watches: for objects to become ready, and for deleted objects
+//! to be gone.
+//!
+//! Objects are grouped by kind and namespace, and each group gets one watch
+//! (a single object's group is narrowed with a field selector), so a manifest
+//! of a thousand objects costs a handful of watches, not a thousand polls.
+//! Readiness itself is judged by [`tazuna_core::readiness`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use serde_json::Value;
+use tazuna_core::inventory::ObjectRef;
+use tazuna_core::readiness::{self, Readiness};
+
+use crate::cluster::Resolved;
+
+/// An object to wait for, with how it looked last.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    /// Its identity.
+    pub object: ObjectRef,
+    /// Its kind on this cluster.
+    pub resolved: Resolved,
+    /// Its last known state (the apply response, or a list item).
+    pub last: Option<Value>,
+}
+
+/// Why waiting ended without success.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    /// Time ran out.
+    #[error("{} not ready after {}s:{}", plural(.pending.len()), .timeout.as_secs(), .pending.iter().map(|(o, why)| format!("\n  - {o}: {why}")).collect::<String>())]
+    Timeout {
+        /// What was still not ready, and why.
+        pending: Vec<(ObjectRef, String)>,
+        /// How long it waited.
+        timeout: Duration,
+    },
+    /// An object reported a terminal failure.
+    #[error("{object} failed: {reason}")]
+    Failed {
+        /// The object.
+        object: ObjectRef,
+        /// Its conditions.
+        reason: String,
+    },
+    /// A watch could not be kept open.
+    #[error("cannot watch {what}")]
+    Watch {
+        /// What was being watched.
+        what: String,
+        /// What the API server said.
+        #[source]
+        source: watcher::Error,
+    },
+}
+
+fn plural(n: usize) -> String {
+    if n == 1 {
+        "1 object".into()
+    } else {
+        format!("{n} objects")
+    }
+}
+
+type GroupKey = (String, String, Option<String>);
+
+fn group_key(w: &Watched) -> GroupKey {
+    (
+        w.resolved.resource.api_version.clone(),
+        w.resolved.resource.plural.clone(),
+        w.object.namespace.clone(),
+    )
+}
+
+fn api_for(client: &Client, resolved: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
+    match (resolved.namespaced, namespace) {
+        (true, Some(namespace)) => {
+            Api::namespaced_with(client.clone(), namespace, &resolved.resource)
+        }
+        _ => Api::all_with(client.clone(), &resolved.resource),
+    }
+}
+
+/// Wait until every object in `objects` is ready, at most `timeout`.
+/// `on_ready` is called once per object as it becomes ready (also for those
+/// already ready).
+pub async fn until_ready(
+    client: &Client,
+    objects: Vec<Watched>,
+    timeout: Duration,
+    on_ready: &(dyn Fn(&ObjectRef) + Sync),
+) -> Result<(), WaitError> {
+    let mut groups: BTreeMap<GroupKey, (Resolved, HashMap<String, (ObjectRef, String)>)> =
+        BTreeMap::new();
+    for watched in objects {
+        let verdict = match &watched.last {
+            Some(last) => readiness::assess(last),
+            None => Readiness::InProgress("not seen yet".into()),
+        };
+        match verdict {
+            Readiness::Ready => on_ready(&watched.object),
+            Readiness::Failed(reason) => {
+                return Err(WaitError::Failed {
+                    object: watched.object,
+                    reason,
+                });
+            }
+            Readiness::InProgress(reason) => {
+                let entry = groups
+                    .entry(group_key(&watched))
+                    .or_insert_with(|| (watched.resolved.clone(), HashMap::new()));
+                entry
+                    .1
+                    .insert(watched.object.name.clone(), (watched.object, reason));
+            }
+        }
+    }
+    if groups.is_empty() {
+        return Ok(());
+    }
+
+    let mut streams = Vec::new();
+    let mut pending: HashMap<(GroupKey, String), (ObjectRef, String)> = HashMap::new();
+    for (key, (resolved, members)) in groups {
+        let api = api_for(client, &resolved, key.2.as_deref());
+        let mut config = watcher::Config::default();
+        if members.len() == 1 {
+            let name = members.keys().next().expect("one member");
+            config = config.fields(&format!("metadata.name={name}"));
+        }
+        let group = key.clone();
+        streams.push(
+            watcher(api, config)
+                .map(move |event| (group.clone(), event))
+                .boxed(),
+        );
+        for (name, member) in members {
+            pending.insert((key.clone(), name), member);
+        }
+    }
+    let mut events = futures::stream::select_all(streams);
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !pending.is_empty() {
+        let next = match tokio::time::timeout_at(deadline, events.next()).await {
+            Ok(Some(next)) => next,
+            Ok(None) => break,
+            Err(_) => {
+                let mut left: Vec<(ObjectRef, String)> = pending.into_values().collect();
+                left.sort();
+                return Err(WaitError::Timeout {
+                    pending: left,
+                    timeout,
+                });
+            }
+        };
+        let (group, event) = next;
+        let object = match event {
+            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => object,
+            Ok(watcher::Event::Delete(object)) => {
+                let name = object.metadata.name.clone().unwrap_or_default();
+                if let Some(entry) = pending.get_mut(&(group, name)) {
+                    entry.1 = "it was deleted".into();
+                }
+                continue;
+            }
+            Ok(_) => continue,
+            Err(source) => {
+                // The watcher re-lists on its own after most errors; only
+                // report what keeps failing once time is up.
+                tracing::debug!("watch error: {source}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        let name = object.metadata.name.clone().unwrap_or_default();
+        let key = (group, name);
+        let Some((reference, _)) = pending.get(&key) else {
+            continue;
+        };
+        let reference = reference.clone();
+        let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
+        fill_type(&mut value, &reference);
+        match readiness::assess(&value) {
+            Readiness::Ready => {
+                pending.remove(&key);
+                on_ready(&reference);
+            }
+            Readiness::Failed(reason) => {
+                return Err(WaitError::Failed {
+                    object: reference,
+                    reason,
+                });
+            }
+            Readiness::InProgress(reason) => {
+                if let Some(entry) = pending.get_mut(&key) {
+                    entry.1 = reason;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// List items come without `apiVersion` and `kind`; readiness rules need them.
+pub fn fill_type(value: &mut Value, reference: &ObjectRef) {
+    if let Value::Object(map) = value {
+        map.insert("apiVersion".into(), Value::String(reference.api_version()));
+        map.insert("kind".into(), Value::String(reference.kind.clone()));
+    }
+}
+
+/// Wait until each of `objects` (deleted, possibly with finalizers pending)
+/// is gone, at most `timeout`; a timeout names what is still there.
+pub async fn until_gone(
+    client: &Client,
+    objects: Vec<(ObjectRef, Resolved)>,
+    timeout: Duration,
+) -> Result<(), WaitError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut left = Vec::new();
+    for (object, resolved) in objects {
+        let api = api_for(client, &resolved, object.namespace.as_deref());
+        let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let gone = tokio::time::timeout(
+            remaining,
+            kube::runtime::wait::await_condition(api, &object.name, |o: Option<&DynamicObject>| {
+                o.is_none()
+            }),
+        )
+        .await;
+        match gone {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => left.push((object, format!("cannot watch it: {error}"))),
+            Err(_) => left.push((object, "still there (finalizers may be pending)".into())),
+        }
+    }
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(WaitError::Timeout {
+            pending: left,
+            timeout,
+        })
+    }
+}
