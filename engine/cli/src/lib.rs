@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{build, check, completions, init, plugin, schema, tags, version};
+use crate::commands::{apply, build, check, completions, destroy, init, plan, plugin, schema, state, status, tags, version};
 use crate::settings::{GlobalArgs, GlobalSettings};
 
 /// Bootstrap Kubernetes clusters from one declarative file.
@@ -32,8 +32,9 @@ use crate::settings::{GlobalArgs, GlobalSettings};
 /// their order and the cluster they belong to. Each manifest is rendered by a
 /// WebAssembly plugin running in a sandbox.
 ///
-/// Start with `tazuna init`, check the file with `tazuna check`, and see what
-/// it renders with `tazuna build`.
+/// Start with `tazuna init`, check the file with `tazuna check`, see what it
+/// renders with `tazuna build`, what it would change with `tazuna plan`, and
+/// bring a cluster to it with `tazuna apply`.
 #[derive(Debug, Parser)]
 #[command(name = "tazuna", version, max_term_width = 100)]
 pub struct Cli {
@@ -49,6 +50,12 @@ enum Command {
     Init(init::Init),
     Check(check::Check),
     Build(build::Build),
+    Plan(plan::Plan),
+    Apply(apply::Apply),
+    Status(status::Status),
+    #[command(subcommand)]
+    State(state::State),
+    Destroy(destroy::Destroy),
     Tags(tags::Tags),
     #[command(subcommand)]
     Plugin(plugin::Plugin),
@@ -74,6 +81,11 @@ pub fn run() -> ExitCode {
         Command::Init(cmd) => cmd.run(&settings),
         Command::Check(cmd) => cmd.run(&settings),
         Command::Build(cmd) => cmd.run(&settings),
+        Command::Plan(cmd) => cmd.run(&settings),
+        Command::Apply(cmd) => cmd.run(&settings),
+        Command::Status(cmd) => cmd.run(&settings),
+        Command::State(cmd) => cmd.run(&settings),
+        Command::Destroy(cmd) => cmd.run(&settings),
         Command::Tags(cmd) => cmd.run(&settings),
         Command::Plugin(cmd) => cmd.run(&settings),
         Command::Schema(cmd) => cmd.run(&settings),

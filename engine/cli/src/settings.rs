@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use tazuna_engine::cluster::ConnectOptions;
 use tazuna_engine::host::{HostSettings, Limits};
 use tazuna_engine::report::{Color, OutputFormat};
 
@@ -41,6 +42,14 @@ pub struct GlobalArgs {
         value_name = "TAG"
     )]
     tags: Vec<String>,
+
+    /// The kubeconfig to use (default: `$KUBECONFIG`, then `~/.kube/config`).
+    #[arg(long, global = true, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, global = true, value_name = "NAME")]
+    context: Option<String>,
 
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Text)]
@@ -106,6 +115,8 @@ pub struct GlobalSettings {
     log_filter: &'static str,
     /// The plugin host's settings.
     pub host: HostSettings,
+    /// Where the cluster is.
+    pub connect: ConnectOptions,
 }
 
 impl GlobalSettings {
@@ -150,6 +161,10 @@ impl GlobalSettings {
             host: HostSettings {
                 limits,
                 cache_dir: cache_dir(),
+            },
+            connect: ConnectOptions {
+                kubeconfig: args.kubeconfig.clone(),
+                context: args.context.clone(),
             },
         })
     }

@@ -207,7 +207,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, action: Action) {
+    pub(crate) fn add(&mut self, action: Action) {
         match action {
             Action::Created => self.created += 1,
             Action::Configured => self.configured += 1,
@@ -244,7 +244,7 @@ pub struct ManifestOutcome {
 
 /// Why one manifest failed; rendered into [`Outcome::Failed`].
 #[derive(Debug, thiserror::Error)]
-enum ManifestError {
+pub(crate) enum ManifestError {
     #[error("{object}: unknown kind `{kind}` in `{api_version}`{hint}")]
     UnknownKind {
         object: ObjectRef,
@@ -794,7 +794,7 @@ impl Run<'_> {
             let decision = if prune == Prune::Off {
                 Err("no longer rendered; pass `--prune` to delete it".to_owned())
             } else {
-                self.delete_if_ours(&object, prune).await?
+                self.delete_owned(&object, prune).await?
             };
             match decision {
                 Ok(Some(resolved)) => {
@@ -832,7 +832,7 @@ impl Run<'_> {
     /// Delete `object` if it is still Tazuna's and may be pruned.
     /// `Ok(Some)` when deleted, `Ok(None)` when there is nothing (of ours) to
     /// delete, `Err(note)` when kept.
-    async fn delete_if_ours(
+    pub(crate) async fn delete_owned(
         &self,
         object: &ObjectRef,
         prune: Prune,
@@ -946,18 +946,28 @@ pub fn api_for(
     }
 }
 
-/// A hash of the fields the `tazuna` field manager owns by apply; `None` when
-/// it owns none.
+/// A hash of the fields the `tazuna` field manager owns by apply. An object
+/// whose intent sets no fields beyond its name has no such entry; that hashes
+/// as the empty set, so it can still be recognised as unchanged. `None` only
+/// when `live` is not an object at all.
 pub fn owned_fields_hash(live: &Value) -> Option<String> {
-    let managed = live.pointer("/metadata/managedFields")?.as_array()?;
-    let ours = managed.iter().find(|f| {
-        f.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
-            && f.get("operation").and_then(Value::as_str) == Some("Apply")
-    })?;
-    let owned = serde_json::json!({
-        "apiVersion": ours.get("apiVersion"),
-        "fieldsV1": ours.get("fieldsV1"),
-    });
+    let metadata = live.get("metadata")?;
+    let ours = metadata
+        .get("managedFields")
+        .and_then(Value::as_array)
+        .and_then(|managed| {
+            managed.iter().find(|f| {
+                f.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
+                    && f.get("operation").and_then(Value::as_str) == Some("Apply")
+            })
+        });
+    let owned = match ours {
+        Some(entry) => serde_json::json!({
+            "apiVersion": entry.get("apiVersion"),
+            "fieldsV1": entry.get("fieldsV1"),
+        }),
+        None => Value::Null,
+    };
     Some(inventory::content_hash(&owned, b""))
 }
 

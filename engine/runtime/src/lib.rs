@@ -12,8 +12,10 @@
 pub mod apply;
 pub mod checks;
 pub mod cluster;
+pub mod destroy;
 pub mod guard;
 pub mod host;
+pub mod plan;
 pub mod plugins;
 pub mod render;
 pub mod report;

@@ -1,12 +1,18 @@
 //! One module per verb. Each turns its flags into typed options and calls the
 //! engine; shared steps (loading the file, starting the plugin host) live here.
 
+pub mod apply;
 pub mod build;
 pub mod check;
+pub mod cluster;
 pub mod completions;
+pub mod destroy;
 pub mod init;
+pub mod plan;
 pub mod plugin;
 pub mod schema;
+pub mod state;
+pub mod status;
 pub mod tags;
 pub mod version;
 
@@ -46,4 +52,9 @@ pub fn load_plugins(
     types.dedup();
     let set = PluginSet::load(&host, &types, &config.spec.plugins)?;
     Ok((host, set))
+}
+
+/// The async runtime for commands that talk to a cluster.
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }

@@ -1,0 +1,116 @@
+//! `tazuna plan`: what `apply` would change, as a diff against live.
+
+use std::collections::HashSet;
+use std::process::ExitCode;
+
+use clap::Args;
+use tazuna_core::graph;
+use tazuna_engine::plan::{self, ChangeKind, Intent, Question, Report};
+use tazuna_engine::report::{Color, OutputFormat};
+use tazuna_engine::state::Store;
+
+use super::apply::state_error;
+use super::cluster::{self, Access};
+use crate::failure::Reported;
+use crate::settings::GlobalSettings;
+
+/// Show what `tazuna apply` would change, object by object, without writing.
+///
+/// Objects whose intent and live fields are unchanged since the last apply
+/// cost no request; the others are sent as a server-side dry run and diffed
+/// against live, so defaults the server fills in never show as changes.
+/// Secret values are redacted. Objects that `apply --prune` would delete are
+/// listed too, and so are fields of Tazuna's objects that other field managers
+/// (Argo CD, Flux) now own.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  tazuna plan --context kind-staging\n  tazuna plan --detailed-exitcode   # 0: no changes, 2: changes\n  tazuna plan -o json | jq '.changes[].object'")]
+pub struct Plan {
+    /// Exit with 2 when there are changes (1 stays for errors).
+    #[arg(long)]
+    detailed_exitcode: bool,
+}
+
+impl Plan {
+    /// Run it.
+    pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+        super::runtime()?.block_on(async {
+            let report = compare(settings, Question::Plan).await?;
+            print(settings, &report, "plan", "no changes: the cluster matches the file")?;
+            Ok(if report.changes.is_empty() || !self.detailed_exitcode { ExitCode::SUCCESS } else { ExitCode::from(2) })
+        })
+    }
+}
+
+/// Render, read state and live objects, and compare.
+pub async fn compare(settings: &GlobalSettings, question: Question) -> anyhow::Result<Report> {
+    let config = super::load_config(settings)?;
+    let selected = config.select(&settings.tags)?;
+    let ordered: Vec<_> = graph::order(&selected).into_iter().map(|i| selected[i]).collect();
+    let cluster = cluster::connect(settings, &config, Access::Read).await?;
+    let rendered = tokio::task::block_in_place(|| cluster::render(settings, &config, &ordered, &cluster))?;
+    let mut failures = 0;
+    let mut intents_rendered = Vec::new();
+    for (manifest, result) in ordered.iter().zip(rendered) {
+        match result {
+            Ok(r) => intents_rendered.push((*manifest, r)),
+            Err(error) => {
+                failures += 1;
+                eprintln!("{}", crate::failure::paint(&format!("error: {error}"), settings.stderr_color));
+            }
+        }
+    }
+    if failures > 0 {
+        return Err(Reported.into());
+    }
+    let store = Store::new(cluster.client().clone());
+    let states = store.load().await.map_err(state_error)?;
+    let hash_key = store.hash_key().await.map_err(state_error)?;
+    let intents: Vec<Intent> = intents_rendered.iter().map(|(m, r)| Intent { manifest: m, rendered: r }).collect();
+    let all: HashSet<String> = if settings.tags.is_empty() {
+        config.manifests.iter().map(|m| m.name.clone()).collect()
+    } else {
+        // With a tag selection, manifests outside it are not "removed".
+        states.keys().cloned().chain(config.manifests.iter().map(|m| m.name.clone())).collect()
+    };
+    Ok(plan::compare(&cluster, &states, &intents, &all, hash_key.as_deref(), question).await?)
+}
+
+/// Print a report as text or JSON.
+pub fn print(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str) -> anyhow::Result<()> {
+    if settings.output == OutputFormat::Json {
+        outln!("{}", serde_json::to_string_pretty(report)?);
+        return Ok(());
+    }
+    let color = settings.stdout_color;
+    for change in &report.changes {
+        let label = match change.change {
+            ChangeKind::Create => color.ok("+ create"),
+            ChangeKind::Update => color.warning("~ update"),
+            ChangeKind::Delete => color.error("- delete"),
+            ChangeKind::Conflict => color.error("! conflict"),
+        };
+        let note = change.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+        outln!("{label} {}: {}{note}", change.manifest, change.object);
+        if let Some(diff) = &change.diff {
+            for line in diff.lines() {
+                outln!("    {}", paint_diff(line, color));
+            }
+        }
+    }
+    if report.changes.is_empty() {
+        outln!("{empty} ({} objects unchanged)", report.unchanged);
+    } else {
+        outln!("{verb}: {} changes, {} objects unchanged", report.changes.len(), report.unchanged);
+    }
+    Ok(())
+}
+
+fn paint_diff(line: &str, color: Color) -> String {
+    if line.starts_with('+') {
+        color.ok(line)
+    } else if line.starts_with('-') {
+        color.error(line)
+    } else {
+        line.to_owned()
+    }
+}
