@@ -22,7 +22,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{apply, build, check, completions, destroy, init, plan, plugin, schema, state, status, tags, version};
+use crate::commands::{
+    apply, build, check, completions, destroy, init, plan, plugin, schema, state, status, tags,
+    version,
+};
 use crate::settings::{GlobalArgs, GlobalSettings};
 
 /// Bootstrap Kubernetes clusters from one declarative file.

@@ -574,21 +574,7 @@ impl Run<'_> {
                 hint,
             });
         };
-        let metadata = value
-            .get_mut("metadata")
-            .and_then(Value::as_object_mut)
-            .expect("identity checked before");
-        if resolved.namespaced {
-            if !metadata.contains_key("namespace") {
-                let namespace = manifest
-                    .namespace
-                    .clone()
-                    .unwrap_or_else(|| "default".into());
-                metadata.insert("namespace".into(), Value::String(namespace));
-            }
-        } else {
-            metadata.remove("namespace");
-        }
+        crate::plan::prepare_object(&mut value, &resolved, manifest);
         let object = ObjectRef::of(&value).expect("identity checked before");
         let hash = inventory::content_hash(&value, self.hash_key);
         Ok(Prepared {
@@ -866,12 +852,13 @@ impl Run<'_> {
                 "annotated `{PRUNE_ANNOTATION}: disabled`; Tazuna stops managing it"
             )));
         }
-        let ours = live
-            .metadata
-            .managed_fields
-            .iter()
-            .flatten()
-            .any(|f| f.manager.as_deref() == Some(FIELD_MANAGER));
+        let ours = annotations.contains_key(crate::plan::MANIFEST_ANNOTATION)
+            || live
+                .metadata
+                .managed_fields
+                .iter()
+                .flatten()
+                .any(|f| f.manager.as_deref() == Some(FIELD_MANAGER));
         if !ours {
             return Ok(Ok(None));
         }

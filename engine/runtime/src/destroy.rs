@@ -20,7 +20,11 @@ use crate::wait;
 pub fn order(states: &BTreeMap<String, Stored>) -> Vec<&Stored> {
     let mut stored: Vec<&Stored> = states.values().collect();
     stored.sort_by_key(|s| (s.state.position, s.state.manifest.clone()));
-    let index: HashMap<&str, usize> = stored.iter().enumerate().map(|(i, s)| (s.state.manifest.as_str(), i)).collect();
+    let index: HashMap<&str, usize> = stored
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.state.manifest.as_str(), i))
+        .collect();
     // Depth in the dependency graph: destroy the deepest first.
     let mut depth = vec![0usize; stored.len()];
     for _ in 0..stored.len() {
@@ -93,12 +97,19 @@ impl Run<'_> {
         let mut phases: BTreeMap<std::cmp::Reverse<Phase>, Vec<ObjectRef>> = BTreeMap::new();
         for entry in stored.state.objects.iter().rev() {
             let object = entry.object();
-            phases.entry(std::cmp::Reverse(Phase::of(&object))).or_default().push(object);
+            phases
+                .entry(std::cmp::Reverse(Phase::of(&object)))
+                .or_default()
+                .push(object);
         }
         for (_, objects) in phases {
             let mut deleting = Vec::new();
             for object in objects {
-                match self.delete_owned(&object, Prune::Dangerous).await.map_err(|e| e.to_string())? {
+                match self
+                    .delete_owned(&object, Prune::Dangerous)
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
                     Ok(Some(resolved)) => {
                         counts.add(Action::Pruned);
                         self.observer.event(Event::Object {

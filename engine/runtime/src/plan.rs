@@ -102,15 +102,32 @@ struct Live<'a> {
 }
 
 impl Live<'_> {
-    async fn get(&mut self, object: &ObjectRef, resolved: &Resolved) -> Result<Option<Value>, PlanError> {
-        let key = (format!("{}/{}", resolved.resource.api_version, resolved.resource.plural), object.namespace.clone());
+    async fn get(
+        &mut self,
+        object: &ObjectRef,
+        resolved: &Resolved,
+    ) -> Result<Option<Value>, PlanError> {
+        let key = (
+            format!(
+                "{}/{}",
+                resolved.resource.api_version, resolved.resource.plural
+            ),
+            object.namespace.clone(),
+        );
         if !self.lists.contains_key(&key) {
             let api = api_for(self.cluster.client(), resolved, object.namespace.as_deref());
             self.requests += 1;
-            let list = api.list(&ListParams::default()).await.map_err(|source| PlanError::Request {
-                what: format!("cannot list {} in {}", resolved.resource.plural, object.namespace.as_deref().unwrap_or("the cluster")),
-                source,
-            })?;
+            let list =
+                api.list(&ListParams::default())
+                    .await
+                    .map_err(|source| PlanError::Request {
+                        what: format!(
+                            "cannot list {} in {}",
+                            resolved.resource.plural,
+                            object.namespace.as_deref().unwrap_or("the cluster")
+                        ),
+                        source,
+                    })?;
             let mut by_name = HashMap::new();
             for item in list.items {
                 let name = item.metadata.name.clone().unwrap_or_default();
@@ -159,17 +176,29 @@ pub async fn compare(
             .get(name)
             .map(|s| s.state.objects.iter().map(|e| (e.object(), e)).collect())
             .unwrap_or_default();
-        let values: Vec<Value> = intent.rendered.objects.iter().map(|o| o.value.clone()).collect();
+        let values: Vec<Value> = intent
+            .rendered
+            .objects
+            .iter()
+            .map(|o| o.value.clone())
+            .collect();
         let mut seen = HashSet::new();
         for index in inventory::apply_order(&values) {
             let mut value = values[index].clone();
-            let Some(object) = ObjectRef::of(&value) else { continue };
+            let Some(object) = ObjectRef::of(&value) else {
+                continue;
+            };
             let Some(resolved) = cluster.resolve(&object) else {
                 if question == Question::Plan {
-                    let note = if served_later.contains(&(object.group.clone(), object.kind.clone())) {
+                    let note = if served_later
+                        .contains(&(object.group.clone(), object.kind.clone()))
+                    {
                         "its CRD is created by this plan".to_owned()
                     } else {
-                        format!("kind `{}` is not served by the cluster and no manifest provides its CRD", object.kind)
+                        format!(
+                            "kind `{}` is not served by the cluster and no manifest provides its CRD",
+                            object.kind
+                        )
                     };
                     report.changes.push(Change {
                         manifest: name.clone(),
@@ -181,7 +210,7 @@ pub async fn compare(
                 }
                 continue;
             };
-            default_namespace(&mut value, &resolved, intent.manifest);
+            prepare_object(&mut value, &resolved, intent.manifest);
             let object = ObjectRef::of(&value).expect("identity checked");
             seen.insert(object.clone());
             let hash = inventory::content_hash(&value, key);
@@ -194,7 +223,9 @@ pub async fn compare(
             let current = live.get(&object, &resolved).await?;
             if same_intent
                 && let Some(current) = &current
-                && entry.and_then(|e| e.fields.clone()).is_some_and(|f| owned_fields_hash(current) == Some(f))
+                && entry
+                    .and_then(|e| e.fields.clone())
+                    .is_some_and(|f| owned_fields_hash(current) == Some(f))
             {
                 report.unchanged += 1;
                 continue;
@@ -214,7 +245,9 @@ pub async fn compare(
             params.dry_run = true;
             live.requests += 1;
             let mut conflict = None;
-            let mut result = api.patch(&object.name, &params, &Patch::Apply(&value)).await;
+            let mut result = api
+                .patch(&object.name, &params, &Patch::Apply(&value))
+                .await;
             if let Err(kube::Error::Api(status)) = &result
                 && status.code == 409
             {
@@ -223,7 +256,9 @@ pub async fn compare(
                 conflict = Some(status.message.clone());
                 params.force = true;
                 live.requests += 1;
-                result = api.patch(&object.name, &params, &Patch::Apply(&value)).await;
+                result = api
+                    .patch(&object.name, &params, &Patch::Apply(&value))
+                    .await;
             }
             let result = result.map_err(|source| PlanError::Request {
                 what: format!("server-side dry run of {object} was refused"),
@@ -239,12 +274,18 @@ pub async fn compare(
                     object: object.to_string(),
                     change: ChangeKind::Conflict,
                     diff: text,
-                    note: Some(format!("{message}; `apply --force-conflicts` takes the fields back")),
+                    note: Some(format!(
+                        "{message}; `apply --force-conflicts` takes the fields back"
+                    )),
                 }),
                 (Some(text), None) => report.changes.push(Change {
                     manifest: name.clone(),
                     object: object.to_string(),
-                    change: if current.is_some() { ChangeKind::Update } else { ChangeKind::Create },
+                    change: if current.is_some() {
+                        ChangeKind::Update
+                    } else {
+                        ChangeKind::Create
+                    },
                     diff: Some(text),
                     note: other_managers(current.as_ref()),
                 }),
@@ -256,7 +297,11 @@ pub async fn compare(
             for entry in &stored.state.objects {
                 let object = entry.object();
                 if !seen.contains(&object) {
-                    let note = if intent.manifest.prune { "no longer rendered" } else { "no longer rendered; deleted with `apply --prune`" };
+                    let note = if intent.manifest.prune {
+                        "no longer rendered"
+                    } else {
+                        "no longer rendered; deleted with `apply --prune`"
+                    };
                     report.changes.push(Change {
                         manifest: name.clone(),
                         object: object.to_string(),
@@ -279,7 +324,10 @@ pub async fn compare(
                     object: entry.object().to_string(),
                     change: ChangeKind::Delete,
                     diff: None,
-                    note: Some("its manifest was removed from the file; deleted with `apply --prune`".into()),
+                    note: Some(
+                        "its manifest was removed from the file; deleted with `apply --prune`"
+                            .into(),
+                    ),
                 });
             }
         }
@@ -288,19 +336,42 @@ pub async fn compare(
     Ok(report)
 }
 
-/// Give namespaced objects without a namespace the manifest's (or
-/// `default`), and take it off cluster-scoped ones, as `apply` does.
-pub fn default_namespace(value: &mut Value, resolved: &Resolved, manifest: &Manifest) {
-    let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+/// Make a rendered object what `apply` sends: namespaced objects without a
+/// namespace get the manifest's (or `default`), cluster-scoped ones lose
+/// theirs, and every object is annotated with the manifest that owns it
+/// ([`MANIFEST_ANNOTATION`]), which prune and destroy check before deleting.
+pub fn prepare_object(value: &mut Value, resolved: &Resolved, manifest: &Manifest) {
+    let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
     if resolved.namespaced {
         if !metadata.contains_key("namespace") {
-            let namespace = manifest.namespace.clone().unwrap_or_else(|| "default".into());
+            let namespace = manifest
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into());
             metadata.insert("namespace".into(), Value::String(namespace));
         }
     } else {
         metadata.remove("namespace");
     }
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(serde_json::Map::new());
+    }
+    annotations
+        .as_object_mut()
+        .expect("made an object above")
+        .insert(
+            MANIFEST_ANNOTATION.into(),
+            Value::String(manifest.name.clone()),
+        );
 }
+
+/// The annotation naming the manifest an object belongs to.
+pub const MANIFEST_ANNOTATION: &str = "tazuna.dev/manifest";
 
 /// Managers other than Tazuna that own fields of `live`: after a hand-over
 /// (Argo CD, Flux), plan says who else writes the object.

@@ -79,21 +79,38 @@ impl Apply {
     async fn run_async(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         let config = super::load_config(settings)?;
         let selected = config.select(&settings.tags)?;
-        let rebind = if self.rebind { Rebind::Rebind } else { Rebind::Refuse };
+        let rebind = if self.rebind {
+            Rebind::Rebind
+        } else {
+            Rebind::Refuse
+        };
         let cluster = cluster::connect(settings, &config, Access::Write(rebind)).await?;
         let rendered = {
             let selected = selected.clone();
             tokio::task::block_in_place(|| cluster::render(settings, &config, &selected, &cluster))?
         };
         let store = Store::new(cluster.client().clone());
-        let mode = if self.dry_run { Mode::DryRun } else { Mode::Apply };
+        let mode = if self.dry_run {
+            Mode::DryRun
+        } else {
+            Mode::Apply
+        };
         let lock = if mode == Mode::Apply {
             store.ensure_namespace().await?;
-            Some(store.lock(&holder(), Duration::from_secs(self.lock_timeout)).await.map_err(state_error)?)
+            Some(
+                store
+                    .lock(&holder(), Duration::from_secs(self.lock_timeout))
+                    .await
+                    .map_err(state_error)?,
+            )
         } else {
             None
         };
-        let outcome = self.apply_locked(settings, &config, &selected, rendered, &cluster, &store, mode).await;
+        let outcome = self
+            .apply_locked(
+                settings, &config, &selected, rendered, &cluster, &store, mode,
+            )
+            .await;
         if let Some(lock) = lock {
             lock.release().await;
         }
@@ -114,7 +131,11 @@ impl Apply {
         let states = store.load().await.map_err(state_error)?;
         let hash_key = match mode {
             Mode::Apply => store.ensure_hash_key().await.map_err(state_error)?,
-            Mode::DryRun => store.hash_key().await.map_err(state_error)?.unwrap_or_default(),
+            Mode::DryRun => store
+                .hash_key()
+                .await
+                .map_err(state_error)?
+                .unwrap_or_default(),
         };
         let prune = match (self.prune, self.prune_dangerous) {
             (_, true) => Prune::Dangerous,
@@ -122,8 +143,16 @@ impl Apply {
             (false, false) => Prune::Off,
         };
         let apply_settings = ApplySettings {
-            conflicts: if self.force_conflicts { Conflicts::Force } else { Conflicts::Report },
-            recreate: if self.recreate { Recreate::Allowed } else { Recreate::Never },
+            conflicts: if self.force_conflicts {
+                Conflicts::Force
+            } else {
+                Conflicts::Report
+            },
+            recreate: if self.recreate {
+                Recreate::Allowed
+            } else {
+                Recreate::Never
+            },
             prune,
             mode,
             manifests_at_once: self.concurrency,
@@ -132,7 +161,14 @@ impl Apply {
             tazuna_version: tazuna_engine::VERSION.to_owned(),
             run_spec_tests: settings.tags.is_empty(),
         };
-        let progress = Progress::new(settings, if mode == Mode::DryRun { "apply --dry-run" } else { "apply" });
+        let progress = Progress::new(
+            settings,
+            if mode == Mode::DryRun {
+                "apply --dry-run"
+            } else {
+                "apply"
+            },
+        );
         let run = Run {
             cluster,
             store,
@@ -141,8 +177,12 @@ impl Apply {
             settings: &apply_settings,
             observer: &progress,
         };
-        let positions: BTreeMap<&str, usize> =
-            config.manifests.iter().enumerate().map(|(i, m)| (m.name.as_str(), i)).collect();
+        let positions: BTreeMap<&str, usize> = config
+            .manifests
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.name.as_str(), i))
+            .collect();
         let units: Vec<Unit> = selected
             .iter()
             .zip(rendered)
@@ -171,13 +211,21 @@ impl Apply {
                 let names: Vec<&str> = removed.keys().map(String::as_str).collect();
                 eprintln!(
                     "note: {} removed from the file still {} objects in the cluster; `tazuna apply --prune` deletes them",
-                    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "),
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     if names.len() == 1 { "has" } else { "have" }
                 );
             }
         }
-        let all_ok = outcomes.iter().all(|o| o.outcome == tazuna_engine::apply::Outcome::Applied);
-        if all_ok && apply_settings.run_spec_tests && mode == Mode::Apply
+        let all_ok = outcomes
+            .iter()
+            .all(|o| o.outcome == tazuna_engine::apply::Outcome::Applied);
+        if all_ok
+            && apply_settings.run_spec_tests
+            && mode == Mode::Apply
             && let Some(outcome) = run.spec_tests(&config.spec.tests).await
         {
             progress.event(tazuna_engine::apply::Event::Finished(outcome.clone()));
@@ -202,7 +250,13 @@ pub fn holder() -> String {
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
         .unwrap_or_else(|| "unknown-host".into());
-    format!("{user}@{host} pid {} ({})", std::process::id(), jiff::Timestamp::now().round(jiff::Unit::Second).unwrap_or(jiff::Timestamp::now()))
+    format!(
+        "{user}@{host} pid {} ({})",
+        std::process::id(),
+        jiff::Timestamp::now()
+            .round(jiff::Unit::Second)
+            .unwrap_or(jiff::Timestamp::now())
+    )
 }
 
 /// A state error with its hint.

@@ -29,7 +29,11 @@ pub enum Access {
 /// Check the context name, connect, check the cluster identity, and (for
 /// writes) print the target and record the binding. Nothing is written to
 /// the cluster here.
-pub async fn connect(settings: &GlobalSettings, config: &Config, access: Access) -> anyhow::Result<Cluster> {
+pub async fn connect(
+    settings: &GlobalSettings,
+    config: &Config,
+    access: Access,
+) -> anyhow::Result<Cluster> {
     let lock_path = Lockfile::path_for(&settings.file);
     let guard = ContextGuard {
         rule: config.context_rule(),
@@ -57,7 +61,10 @@ pub async fn connect(settings: &GlobalSettings, config: &Config, access: Access)
         if let Some(binding) = binding {
             eprintln!(
                 "binding {} to cluster {} in `{}`",
-                settings.environment.as_deref().map_or("this file".to_owned(), |e| format!("environment `{e}`")),
+                settings
+                    .environment
+                    .as_deref()
+                    .map_or("this file".to_owned(), |e| format!("environment `{e}`")),
                 binding.uid,
                 lock_path.display()
             );
@@ -100,10 +107,12 @@ pub fn render(
         cluster: Some(cluster.info()),
         concurrency: 0,
     };
-    Ok(render::render_all(&host, &plugins, manifests, &render_settings)
-        .into_iter()
-        .map(|r| r.map_err(|e| e.to_string()))
-        .collect())
+    Ok(
+        render::render_all(&host, &plugins, manifests, &render_settings)
+            .into_iter()
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect(),
+    )
 }
 
 /// The git commit of the directory holding the config, if it is a work tree.
@@ -159,12 +168,33 @@ impl Observer for Progress {
         let elapsed = self.started.elapsed().as_secs_f64();
         if self.format == OutputFormat::Json {
             let value = match &event {
-                Event::Layer { index, of, manifests } => serde_json::json!({"event": "layer", "index": index, "of": of, "manifests": manifests}),
-                Event::Started { manifest, objects } => serde_json::json!({"event": "started", "manifest": manifest, "objects": objects}),
-                Event::Object { manifest, object, action, note } => serde_json::json!({"event": "object", "manifest": manifest, "object": object.to_string(), "action": action.label(), "note": note}),
-                Event::Waiting { manifest, objects } => serde_json::json!({"event": "waiting", "manifest": manifest, "objects": objects}),
-                Event::Ready { manifest, object } => serde_json::json!({"event": "ready", "manifest": manifest, "object": object.to_string()}),
-                Event::TestPassed { manifest, test } => serde_json::json!({"event": "test-passed", "manifest": manifest, "test": test}),
+                Event::Layer {
+                    index,
+                    of,
+                    manifests,
+                } => {
+                    serde_json::json!({"event": "layer", "index": index, "of": of, "manifests": manifests})
+                }
+                Event::Started { manifest, objects } => {
+                    serde_json::json!({"event": "started", "manifest": manifest, "objects": objects})
+                }
+                Event::Object {
+                    manifest,
+                    object,
+                    action,
+                    note,
+                } => {
+                    serde_json::json!({"event": "object", "manifest": manifest, "object": object.to_string(), "action": action.label(), "note": note})
+                }
+                Event::Waiting { manifest, objects } => {
+                    serde_json::json!({"event": "waiting", "manifest": manifest, "objects": objects})
+                }
+                Event::Ready { manifest, object } => {
+                    serde_json::json!({"event": "ready", "manifest": manifest, "object": object.to_string()})
+                }
+                Event::TestPassed { manifest, test } => {
+                    serde_json::json!({"event": "test-passed", "manifest": manifest, "test": test})
+                }
                 Event::Finished(outcome) => {
                     let (result, reason) = match &outcome.outcome {
                         Outcome::Applied => ("ok", None),
@@ -182,41 +212,79 @@ impl Observer for Progress {
             return;
         }
         match event {
-            Event::Layer { index, of, manifests } => self.line(&format!("layer {index}/{of}: {}", manifests.join(", "))),
-            Event::Started { manifest, objects } => self.line(&format!("  {manifest}: {objects} objects")),
-            Event::Object { action: Action::Unchanged, .. } => {}
-            Event::Object { manifest, object, action, note } => {
+            Event::Layer {
+                index,
+                of,
+                manifests,
+            } => self.line(&format!("layer {index}/{of}: {}", manifests.join(", "))),
+            Event::Started { manifest, objects } => {
+                self.line(&format!("  {manifest}: {objects} objects"))
+            }
+            Event::Object {
+                action: Action::Unchanged,
+                ..
+            } => {}
+            Event::Object {
+                manifest,
+                object,
+                action,
+                note,
+            } => {
                 let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
                 self.line(&format!("  {manifest}: {} {object}{note}", action.label()));
             }
             Event::Waiting { manifest, objects } if objects > 0 => {
-                self.line(&format!("  {manifest}: waiting for {objects} objects to be ready"));
+                self.line(&format!(
+                    "  {manifest}: waiting for {objects} objects to be ready"
+                ));
             }
             Event::Waiting { .. } | Event::Ready { .. } => {}
             Event::TestPassed { manifest, test } => {
-                self.line(&format!("  {}: passed {test}", manifest.as_deref().unwrap_or("spec.tests")));
+                self.line(&format!(
+                    "  {}: passed {test}",
+                    manifest.as_deref().unwrap_or("spec.tests")
+                ));
             }
             Event::Finished(outcome) => {
                 let c = &outcome.counts;
                 let mut parts = Vec::new();
-                for (n, label) in [(c.created, "created"), (c.configured, "configured"), (c.unchanged, "unchanged"), (c.pruned, "deleted"), (c.kept, "kept")] {
+                for (n, label) in [
+                    (c.created, "created"),
+                    (c.configured, "configured"),
+                    (c.unchanged, "unchanged"),
+                    (c.pruned, "deleted"),
+                    (c.kept, "kept"),
+                ] {
                     if n > 0 {
                         parts.push(format!("{n} {label}"));
                     }
                 }
-                let counts = if parts.is_empty() { String::new() } else { format!(" ({})", parts.join(", ")) };
+                let counts = if parts.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", parts.join(", "))
+                };
                 let text = match &outcome.outcome {
-                    Outcome::Applied => self.color.ok(&format!("  {}: {} done{counts} in {:.1}s", outcome.manifest, self.verb, outcome.elapsed.as_secs_f64())),
+                    Outcome::Applied => self.color.ok(&format!(
+                        "  {}: {} done{counts} in {:.1}s",
+                        outcome.manifest,
+                        self.verb,
+                        outcome.elapsed.as_secs_f64()
+                    )),
                     Outcome::Failed(error) => {
                         let mut lines = error.lines();
                         let first = lines.next().unwrap_or_default();
-                        let mut text = self.color.error(&format!("  {}: failed: {first}", outcome.manifest));
+                        let mut text = self
+                            .color
+                            .error(&format!("  {}: failed: {first}", outcome.manifest));
                         for line in lines {
                             text.push_str(&format!("\n    {line}"));
                         }
                         text
                     }
-                    Outcome::Skipped(reason) => self.color.warning(&format!("  {}: skipped: {reason}", outcome.manifest)),
+                    Outcome::Skipped(reason) => self
+                        .color
+                        .warning(&format!("  {}: skipped: {reason}", outcome.manifest)),
                 };
                 self.line(&text);
             }
@@ -226,19 +294,38 @@ impl Observer for Progress {
 
 /// Print the closing summary; returns whether everything succeeded.
 pub fn summary(progress: &Progress, outcomes: &[tazuna_engine::apply::ManifestOutcome]) -> bool {
-    let applied = outcomes.iter().filter(|o| o.outcome == Outcome::Applied).count();
-    let failed: Vec<&str> = outcomes.iter().filter(|o| matches!(o.outcome, Outcome::Failed(_))).map(|o| o.manifest.as_str()).collect();
-    let skipped: Vec<&str> = outcomes.iter().filter(|o| matches!(o.outcome, Outcome::Skipped(_))).map(|o| o.manifest.as_str()).collect();
+    let applied = outcomes
+        .iter()
+        .filter(|o| o.outcome == Outcome::Applied)
+        .count();
+    let failed: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o.outcome, Outcome::Failed(_)))
+        .map(|o| o.manifest.as_str())
+        .collect();
+    let skipped: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o.outcome, Outcome::Skipped(_)))
+        .map(|o| o.manifest.as_str())
+        .collect();
     let elapsed = progress.started.elapsed().as_secs_f64();
     if progress.format == OutputFormat::Json {
         progress.json(serde_json::json!({"event": "summary", "ok": applied, "failed": failed, "skipped": skipped, "seconds": elapsed}));
     } else {
         let mut text = format!("{}: {applied} ok", progress.verb);
         if !failed.is_empty() {
-            text.push_str(&format!(", {} failed ({})", failed.len(), failed.join(", ")));
+            text.push_str(&format!(
+                ", {} failed ({})",
+                failed.len(),
+                failed.join(", ")
+            ));
         }
         if !skipped.is_empty() {
-            text.push_str(&format!(", {} skipped ({})", skipped.len(), skipped.join(", ")));
+            text.push_str(&format!(
+                ", {} skipped ({})",
+                skipped.len(),
+                skipped.join(", ")
+            ));
         }
         text.push_str(&format!(" in {elapsed:.1}s"));
         progress.line(&text);

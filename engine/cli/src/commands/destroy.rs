@@ -24,7 +24,9 @@ use crate::settings::GlobalSettings;
 /// manages, are left alone. The context guard must pass, and it asks for
 /// confirmation unless `--yes` is given.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  tazuna destroy --context kind-ci --yes\n  tazuna destroy -t addons")]
+#[command(
+    after_help = "Examples:\n  tazuna destroy --context kind-ci --yes\n  tazuna destroy -t addons"
+)]
 pub struct Destroy {
     /// Do not ask for confirmation (for CI).
     #[arg(long, short = 'y')]
@@ -47,7 +49,11 @@ impl Destroy {
         let store = Store::new(cluster.client().clone());
         let mut states = store.load().await.map_err(state_error)?;
         if !settings.tags.is_empty() {
-            let selected: Vec<String> = config.select(&settings.tags)?.iter().map(|m| m.name.clone()).collect();
+            let selected: Vec<String> = config
+                .select(&settings.tags)?
+                .iter()
+                .map(|m| m.name.clone())
+                .collect();
             states.retain(|name, _| selected.contains(name));
         }
         if states.is_empty() {
@@ -57,7 +63,10 @@ impl Destroy {
         let objects: usize = states.values().map(|s| s.state.objects.len()).sum();
         if !self.yes {
             if !std::io::stdin().is_terminal() {
-                bail!("destroy deletes {objects} objects of {} manifests and needs a confirmation\nhint: pass `--yes` to confirm without a terminal", states.len());
+                bail!(
+                    "destroy deletes {objects} objects of {} manifests and needs a confirmation\nhint: pass `--yes` to confirm without a terminal",
+                    states.len()
+                );
             }
             eprint!(
                 "delete {objects} objects of {} manifests ({}) from {}? type `yes`: ",
@@ -72,13 +81,18 @@ impl Destroy {
                 return Err(Reported.into());
             }
         }
-        let lock = store.lock(&holder(), Duration::from_secs(self.lock_timeout)).await.map_err(state_error)?;
+        let lock = store
+            .lock(&holder(), Duration::from_secs(self.lock_timeout))
+            .await
+            .map_err(state_error)?;
         // Read again under the lock: another run may have changed it.
         let fresh = store.load().await.map_err(state_error);
         let outcome = match fresh {
             Ok(fresh) => {
-                let states: std::collections::BTreeMap<_, _> =
-                    fresh.into_iter().filter(|(name, _)| states.contains_key(name)).collect();
+                let states: std::collections::BTreeMap<_, _> = fresh
+                    .into_iter()
+                    .filter(|(name, _)| states.contains_key(name))
+                    .collect();
                 let settings_ = ApplySettings {
                     conflicts: Conflicts::Report,
                     recreate: Recreate::Never,
@@ -106,6 +120,10 @@ impl Destroy {
             Err(error) => Err(error),
         };
         lock.release().await;
-        if outcome? { Ok(ExitCode::SUCCESS) } else { Err(Reported.into()) }
+        if outcome? {
+            Ok(ExitCode::SUCCESS)
+        } else {
+            Err(Reported.into())
+        }
     }
 }

@@ -23,7 +23,9 @@ use crate::settings::GlobalSettings;
 /// listed too, and so are fields of Tazuna's objects that other field managers
 /// (Argo CD, Flux) now own.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  tazuna plan --context kind-staging\n  tazuna plan --detailed-exitcode   # 0: no changes, 2: changes\n  tazuna plan -o json | jq '.changes[].object'")]
+#[command(
+    after_help = "Examples:\n  tazuna plan --context kind-staging\n  tazuna plan --detailed-exitcode   # 0: no changes, 2: changes\n  tazuna plan -o json | jq '.changes[].object'"
+)]
 pub struct Plan {
     /// Exit with 2 when there are changes (1 stays for errors).
     #[arg(long)]
@@ -35,8 +37,17 @@ impl Plan {
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         super::runtime()?.block_on(async {
             let report = compare(settings, Question::Plan).await?;
-            print(settings, &report, "plan", "no changes: the cluster matches the file")?;
-            Ok(if report.changes.is_empty() || !self.detailed_exitcode { ExitCode::SUCCESS } else { ExitCode::from(2) })
+            print(
+                settings,
+                &report,
+                "plan",
+                "no changes: the cluster matches the file",
+            )?;
+            Ok(if report.changes.is_empty() || !self.detailed_exitcode {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            })
         })
     }
 }
@@ -45,9 +56,13 @@ impl Plan {
 pub async fn compare(settings: &GlobalSettings, question: Question) -> anyhow::Result<Report> {
     let config = super::load_config(settings)?;
     let selected = config.select(&settings.tags)?;
-    let ordered: Vec<_> = graph::order(&selected).into_iter().map(|i| selected[i]).collect();
+    let ordered: Vec<_> = graph::order(&selected)
+        .into_iter()
+        .map(|i| selected[i])
+        .collect();
     let cluster = cluster::connect(settings, &config, Access::Read).await?;
-    let rendered = tokio::task::block_in_place(|| cluster::render(settings, &config, &ordered, &cluster))?;
+    let rendered =
+        tokio::task::block_in_place(|| cluster::render(settings, &config, &ordered, &cluster))?;
     let mut failures = 0;
     let mut intents_rendered = Vec::new();
     for (manifest, result) in ordered.iter().zip(rendered) {
@@ -55,7 +70,10 @@ pub async fn compare(settings: &GlobalSettings, question: Question) -> anyhow::R
             Ok(r) => intents_rendered.push((*manifest, r)),
             Err(error) => {
                 failures += 1;
-                eprintln!("{}", crate::failure::paint(&format!("error: {error}"), settings.stderr_color));
+                eprintln!(
+                    "{}",
+                    crate::failure::paint(&format!("error: {error}"), settings.stderr_color)
+                );
             }
         }
     }
@@ -65,18 +83,41 @@ pub async fn compare(settings: &GlobalSettings, question: Question) -> anyhow::R
     let store = Store::new(cluster.client().clone());
     let states = store.load().await.map_err(state_error)?;
     let hash_key = store.hash_key().await.map_err(state_error)?;
-    let intents: Vec<Intent> = intents_rendered.iter().map(|(m, r)| Intent { manifest: m, rendered: r }).collect();
+    let intents: Vec<Intent> = intents_rendered
+        .iter()
+        .map(|(m, r)| Intent {
+            manifest: m,
+            rendered: r,
+        })
+        .collect();
     let all: HashSet<String> = if settings.tags.is_empty() {
         config.manifests.iter().map(|m| m.name.clone()).collect()
     } else {
         // With a tag selection, manifests outside it are not "removed".
-        states.keys().cloned().chain(config.manifests.iter().map(|m| m.name.clone())).collect()
+        states
+            .keys()
+            .cloned()
+            .chain(config.manifests.iter().map(|m| m.name.clone()))
+            .collect()
     };
-    Ok(plan::compare(&cluster, &states, &intents, &all, hash_key.as_deref(), question).await?)
+    Ok(plan::compare(
+        &cluster,
+        &states,
+        &intents,
+        &all,
+        hash_key.as_deref(),
+        question,
+    )
+    .await?)
 }
 
 /// Print a report as text or JSON.
-pub fn print(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str) -> anyhow::Result<()> {
+pub fn print(
+    settings: &GlobalSettings,
+    report: &Report,
+    verb: &str,
+    empty: &str,
+) -> anyhow::Result<()> {
     if settings.output == OutputFormat::Json {
         outln!("{}", serde_json::to_string_pretty(report)?);
         return Ok(());
@@ -89,7 +130,11 @@ pub fn print(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str
             ChangeKind::Delete => color.error("- delete"),
             ChangeKind::Conflict => color.error("! conflict"),
         };
-        let note = change.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+        let note = change
+            .note
+            .as_ref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
         outln!("{label} {}: {}{note}", change.manifest, change.object);
         if let Some(diff) = &change.diff {
             for line in diff.lines() {
@@ -100,7 +145,11 @@ pub fn print(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str
     if report.changes.is_empty() {
         outln!("{empty} ({} objects unchanged)", report.unchanged);
     } else {
-        outln!("{verb}: {} changes, {} objects unchanged", report.changes.len(), report.unchanged);
+        outln!(
+            "{verb}: {} changes, {} objects unchanged",
+            report.changes.len(),
+            report.unchanged
+        );
     }
     Ok(())
 }

@@ -29,7 +29,9 @@ pub enum State {
     /// `<manifest>` forgets all of a manifest's objects and its state;
     /// `<manifest>/<Kind>/<name>` or `<manifest>/<Kind>/<namespace>/<name>`
     /// forgets one object. Forgotten objects are never pruned or destroyed.
-    #[command(after_help = "Examples:\n  tazuna state forget argocd\n  tazuna state forget argocd/ConfigMap/argocd/argocd-cm")]
+    #[command(
+        after_help = "Examples:\n  tazuna state forget argocd\n  tazuna state forget argocd/ConfigMap/argocd/argocd-cm"
+    )]
     Forget(Forget),
 }
 
@@ -53,8 +55,17 @@ impl State {
                 State::List => list(settings).await,
                 State::Drift(_) => {
                     let report = super::plan::compare(settings, Question::Drift).await?;
-                    super::plan::print(settings, &report, "drift", "no drift: live objects match the last apply")?;
-                    Ok(if report.changes.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+                    super::plan::print(
+                        settings,
+                        &report,
+                        "drift",
+                        "no drift: live objects match the last apply",
+                    )?;
+                    Ok(if report.changes.is_empty() {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(2)
+                    })
                 }
                 State::Forget(forget) => forget.run(settings).await,
             }
@@ -65,7 +76,10 @@ impl State {
 async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
     let config = super::load_config(settings)?;
     let cluster = cluster::connect(settings, &config, Access::Read).await?;
-    let states = Store::new(cluster.client().clone()).load().await.map_err(state_error)?;
+    let states = Store::new(cluster.client().clone())
+        .load()
+        .await
+        .map_err(state_error)?;
     if settings.output == OutputFormat::Json {
         let all: Vec<_> = states.values().map(|s| &s.state).collect();
         outln!("{}", serde_json::to_string_pretty(&all)?);
@@ -76,7 +90,11 @@ async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
     }
     for stored in states.values() {
         let s = &stored.state;
-        let origin = if stored.legacy.is_some() { "  (Go Tazuna state, migrated on next apply)" } else { "" };
+        let origin = if stored.legacy.is_some() {
+            "  (Go Tazuna state, migrated on next apply)"
+        } else {
+            ""
+        };
         outln!(
             "{}  {} objects  {} {}  applied {} by tazuna {}{}{origin}",
             s.manifest,
@@ -85,7 +103,10 @@ async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
             s.plugin.version,
             s.applied_at,
             s.tazuna_version,
-            s.git_commit.as_ref().map(|c| format!(" at {}", &c[..c.len().min(12)])).unwrap_or_default()
+            s.git_commit
+                .as_ref()
+                .map(|c| format!(" at {}", &c[..c.len().min(12)]))
+                .unwrap_or_default()
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -94,9 +115,17 @@ async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
 impl Forget {
     async fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         let config = super::load_config(settings)?;
-        let cluster = cluster::connect(settings, &config, Access::Write(tazuna_engine::guard::Rebind::Refuse)).await?;
+        let cluster = cluster::connect(
+            settings,
+            &config,
+            Access::Write(tazuna_engine::guard::Rebind::Refuse),
+        )
+        .await?;
         let store = Store::new(cluster.client().clone());
-        let lock = store.lock(&holder(), Duration::from_secs(60)).await.map_err(state_error)?;
+        let lock = store
+            .lock(&holder(), Duration::from_secs(60))
+            .await
+            .map_err(state_error)?;
         let result = self.forget(&store).await;
         lock.release().await;
         result
@@ -108,27 +137,45 @@ impl Forget {
         let manifest = parts.next().unwrap_or_default();
         let Some(stored) = states.get(manifest) else {
             let known: Vec<&str> = states.keys().map(String::as_str).collect();
-            bail!("manifest `{manifest}` is not in Tazuna's state\nhint: `tazuna state list` shows what is; known: {}", known.join(", "));
+            bail!(
+                "manifest `{manifest}` is not in Tazuna's state\nhint: `tazuna state list` shows what is; known: {}",
+                known.join(", ")
+            );
         };
         let Some(rest) = parts.next() else {
             store.delete(stored).await.map_err(state_error)?;
-            outln!("forgot manifest `{manifest}` and its {} objects; they stay in the cluster", stored.state.objects.len());
+            outln!(
+                "forgot manifest `{manifest}` and its {} objects; they stay in the cluster",
+                stored.state.objects.len()
+            );
             return Ok(ExitCode::SUCCESS);
         };
         let pieces: Vec<&str> = rest.split('/').collect();
         let (kind, namespace, name) = match pieces.as_slice() {
             [kind, name] => (*kind, None, *name),
             [kind, namespace, name] => (*kind, Some(*namespace), *name),
-            _ => bail!("`{}` is not `<manifest>/<Kind>/<name>` or `<manifest>/<Kind>/<namespace>/<name>`", self.target),
+            _ => bail!(
+                "`{}` is not `<manifest>/<Kind>/<name>` or `<manifest>/<Kind>/<namespace>/<name>`",
+                self.target
+            ),
         };
         let mut state = stored.state.clone();
         let before = state.objects.len();
-        state.objects.retain(|e| !(e.kind == kind && e.name == name && (namespace.is_none() || e.namespace.as_deref() == namespace)));
+        state.objects.retain(|e| {
+            !(e.kind == kind
+                && e.name == name
+                && (namespace.is_none() || e.namespace.as_deref() == namespace))
+        });
         let removed = before - state.objects.len();
         if removed == 0 {
-            bail!("manifest `{manifest}` has no {kind} `{name}` in its state\nhint: `tazuna state list -o json` shows its objects");
+            bail!(
+                "manifest `{manifest}` has no {kind} `{name}` in its state\nhint: `tazuna state list -o json` shows its objects"
+            );
         }
-        store.save(&state, Some(stored)).await.map_err(state_error)?;
+        store
+            .save(&state, Some(stored))
+            .await
+            .map_err(state_error)?;
         outln!("forgot {removed} object(s) of manifest `{manifest}`; they stay in the cluster");
         Ok(ExitCode::SUCCESS)
     }

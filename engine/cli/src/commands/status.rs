@@ -21,7 +21,9 @@ use crate::settings::GlobalSettings;
 /// per object) and judges readiness with the same rules `apply` waits for.
 /// Exits with 2 when an object is missing or not ready.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  tazuna status --context kind-staging\n  tazuna status -o json | jq '.[] | select(.ready == false)'")]
+#[command(
+    after_help = "Examples:\n  tazuna status --context kind-staging\n  tazuna status -o json | jq '.[] | select(.ready == false)'"
+)]
 pub struct Status {
     /// List every object, not only those that are not ready.
     #[arg(long, short = 'a')]

@@ -1,0 +1,466 @@
+//! End-to-end: `tazuna apply`, `plan`, `state drift`, `status`, prune and
+//! `destroy` against real harness control planes (etcd, kube-apiserver,
+//! controllers, kwok), asserted through kubectl and the API server's own
+//! request metrics, not through Tazuna's output alone.
+//!
+//! Each test starts its own cluster, because Tazuna's state and lock live in
+//! the cluster-wide namespace `tazuna`. Tests skip with a printed reason when
+//! the harness binaries are missing, unless `TAZUNA_E2E_REQUIRED` is set.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tazuna_testkit::e2e::TestCluster;
+
+const SECRET_VALUE: &str = "e2e-s3cr3t-never-shown";
+
+fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .arg("--context")
+        .arg(cluster.context());
+    command
+}
+
+fn output(command: &mut Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("running `{command:?}`: {e}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn succeed(command: &mut Command) -> Output {
+    let out = output(command);
+    assert!(out.status.success(), "`{command:?}` failed: {}", text(&out));
+    out
+}
+
+fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
+    let out = succeed(cluster.kubectl().args(args).args(["-o", "json"]));
+    serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
+}
+
+fn exists(cluster: &TestCluster, args: &[&str]) -> bool {
+    let out = output(cluster.kubectl().args(["get"]).args(args).args([
+        "--ignore-not-found",
+        "-o",
+        "name",
+    ]));
+    assert!(out.status.success(), "{}", text(&out));
+    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+}
+
+/// Writes the API server counted, by verb, for `resource` (from `/metrics`,
+/// so nothing Tazuna reports is trusted).
+fn writes(cluster: &TestCluster, resource: &str) -> u64 {
+    let out = succeed(cluster.kubectl().args(["get", "--raw", "/metrics"]));
+    let metrics = String::from_utf8_lossy(&out.stdout);
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("apiserver_request_total{"))
+        .filter(|l| l.contains(&format!("resource=\"{resource}\"")))
+        .filter(|l| {
+            ["APPLY", "POST", "PUT", "PATCH", "DELETE"]
+                .iter()
+                .any(|v| l.contains(&format!("verb=\"{v}\"")))
+        })
+        .filter(|l| !l.contains("subresource=\"status\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+fn quickstart_copy() -> (tempfile::TempDir, PathBuf) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart");
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&source, dir.path());
+    // A Secret, to prove its value never reaches state or plans.
+    std::fs::write(
+        dir.path().join("secret.yaml"),
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: {SECRET_VALUE}\n"),
+    )
+    .unwrap();
+    let file = dir.path().join("tazuna.yaml");
+    let config = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{config}\n    - name: secrets\n      type: manifests\n      path: secret.yaml\n      namespace: default\n"),
+    )
+    .unwrap();
+    let root = dir.path().to_owned();
+    (dir, root)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else if entry.file_name() != "tazuna.lock" {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn edit(path: &Path, from: &str, to: &str) {
+    let before = std::fs::read_to_string(path).unwrap();
+    assert!(before.contains(from), "`{from}` not in {}", path.display());
+    std::fs::write(path, before.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
+    let Some(cluster) = TestCluster::start("apply-lifecycle") else {
+        return;
+    };
+    let (_keep, dir) = quickstart_copy();
+
+    // Day one: everything goes in, and the workloads become ready.
+    succeed(tazuna(&cluster, &dir).arg("apply"));
+    let deployments = kubectl_json(&cluster, &["-n", "argocd", "get", "deployments"]);
+    let items = deployments["items"].as_array().unwrap();
+    assert_eq!(items.len(), 6, "{deployments}");
+    for d in items {
+        assert_eq!(
+            d["status"]["readyReplicas"], d["spec"]["replicas"],
+            "not ready: {}",
+            d["metadata"]["name"]
+        );
+    }
+    let sets = kubectl_json(&cluster, &["-n", "argocd", "get", "statefulsets"]);
+    assert_eq!(sets["items"][0]["status"]["readyReplicas"], 1, "{sets}");
+    assert!(exists(
+        &cluster,
+        &["-n", "argocd", "appprojects.argoproj.io", "platform"]
+    ));
+    let state = kubectl_json(
+        &cluster,
+        &[
+            "-n",
+            "tazuna",
+            "get",
+            "configmaps",
+            "-l",
+            "tazuna.dev/state=manifest",
+        ],
+    );
+    assert_eq!(
+        state["items"].as_array().unwrap().len(),
+        3,
+        "one state object per manifest"
+    );
+    assert!(
+        !state.to_string().contains(SECRET_VALUE),
+        "a Secret value reached the state"
+    );
+
+    // Day two, nothing changed: no object is written again.
+    let (cm, deploy, projects) = (
+        writes(&cluster, "configmaps"),
+        writes(&cluster, "deployments"),
+        writes(&cluster, "appprojects"),
+    );
+    let second = succeed(tazuna(&cluster, &dir).arg("apply"));
+    assert_eq!(
+        writes(&cluster, "configmaps"),
+        cm,
+        "configmaps were written by a no-op apply: {}",
+        text(&second)
+    );
+    assert_eq!(writes(&cluster, "deployments"), deploy);
+    assert_eq!(writes(&cluster, "appprojects"), projects);
+    let status = output(tazuna(&cluster, &dir).arg("status"));
+    assert!(status.status.success(), "{}", text(&status));
+
+    // A pure no-op has no drift.
+    let drift = output(tazuna(&cluster, &dir).args(["state", "drift"]));
+    assert_eq!(drift.status.code(), Some(0), "{}", text(&drift));
+
+    // Changing one ConfigMap plans exactly that change.
+    edit(
+        &dir.join("argo-cd/install.yaml"),
+        "  name: argocd-cm\n---",
+        "  name: argocd-cm\ndata:\n  timeout.reconciliation: 300s\n---",
+    );
+    edit(
+        &dir.join("secret.yaml"),
+        SECRET_VALUE,
+        &format!("{SECRET_VALUE}-v2"),
+    );
+    let plan = output(tazuna(&cluster, &dir).args(["plan", "--detailed-exitcode", "-o", "json"]));
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    let report: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let changed: Vec<&str> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["object"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        changed,
+        ["v1 ConfigMap argocd/argocd-cm", "v1 Secret default/db"],
+        "{report:#}"
+    );
+    assert!(
+        report["changes"][0]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+   timeout.reconciliation: 300s"),
+        "{report:#}"
+    );
+    let text_plan = output(tazuna(&cluster, &dir).arg("plan"));
+    assert!(
+        !text(&text_plan).contains(SECRET_VALUE),
+        "a Secret value reached the plan: {}",
+        text(&text_plan)
+    );
+    let applied = succeed(tazuna(&cluster, &dir).arg("apply"));
+    assert!(!text(&applied).contains(SECRET_VALUE));
+    let cm = kubectl_json(&cluster, &["-n", "argocd", "get", "configmap", "argocd-cm"]);
+    assert_eq!(cm["data"]["timeout.reconciliation"], "300s");
+
+    // A hand edit is drift; a server-side default is not.
+    succeed(cluster.kubectl().args([
+        "-n",
+        "argocd",
+        "patch",
+        "configmap",
+        "argocd-cm",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"timeout.reconciliation":"999s"}}"#,
+    ]));
+    let drift = output(tazuna(&cluster, &dir).args(["state", "drift", "-o", "json"]));
+    assert_eq!(drift.status.code(), Some(2), "{}", text(&drift));
+    let report: Value = serde_json::from_slice(&drift.stdout).unwrap();
+    let drifted: Vec<&str> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["object"].as_str().unwrap())
+        .collect();
+    assert_eq!(drifted, ["v1 ConfigMap argocd/argocd-cm"], "{report:#}");
+
+    // Removing a manifest from the file and pruning deletes its objects.
+    edit(
+        &dir.join("tazuna.yaml"),
+        "    - name: projects\n",
+        "    - name: projects-removed\n",
+    );
+    let config = std::fs::read_to_string(dir.join("tazuna.yaml")).unwrap();
+    let kept: Vec<&str> = config
+        .split("\n    - name: ")
+        .filter(|block| !block.starts_with("projects-removed"))
+        .collect();
+    std::fs::write(dir.join("tazuna.yaml"), kept.join("\n    - name: ")).unwrap();
+    succeed(tazuna(&cluster, &dir).args(["apply", "--prune", "--force-conflicts"]));
+    assert!(
+        !exists(
+            &cluster,
+            &["-n", "argocd", "appprojects.argoproj.io", "platform"]
+        ),
+        "the AppProject was not pruned"
+    );
+    assert!(
+        !exists(
+            &cluster,
+            &["-n", "tazuna", "configmap", "tazuna-manifest-projects"]
+        ),
+        "the removed manifest's state stayed"
+    );
+    let cm = kubectl_json(&cluster, &["-n", "argocd", "get", "configmap", "argocd-cm"]);
+    assert_eq!(
+        cm["data"]["timeout.reconciliation"], "300s",
+        "--force-conflicts took the field back"
+    );
+
+    // Destroy leaves nothing of Tazuna's.
+    succeed(tazuna(&cluster, &dir).args(["destroy", "--yes"]));
+    assert!(
+        !exists(&cluster, &["namespace", "argocd"]),
+        "namespace argocd is still there"
+    );
+    assert!(!exists(&cluster, &["crd", "applications.argoproj.io"]));
+    assert!(!exists(&cluster, &["clusterrole", "argocd-server"]));
+    assert!(!exists(&cluster, &["-n", "default", "secret", "db"]));
+    let state = kubectl_json(
+        &cluster,
+        &[
+            "-n",
+            "tazuna",
+            "get",
+            "configmaps",
+            "-l",
+            "tazuna.dev/state=manifest",
+        ],
+    );
+    assert_eq!(state["items"].as_array().unwrap().len(), 0, "{state}");
+}
+
+fn small_file(dir: &Path, context_matches: &str) {
+    std::fs::write(
+        dir.join("tazuna.yaml"),
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  context_matches: {context_matches}\n  manifests:\n    - name: app\n      type: manifests\n      path: app.yaml\n      namespace: default\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: guarded\ndata:\n  k: v\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn the_guard_refuses_a_wrong_context_and_a_wrong_cluster_before_writing() {
+    let Some(first) = TestCluster::start("guard-a") else {
+        return;
+    };
+    if first.is_external() {
+        eprintln!("skipped: needs two harness clusters");
+        return;
+    }
+    let Some(second) = TestCluster::start("guard-b") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+
+    // Full versus partial matching: `guard` matches `guard-a` partially,
+    // `^guard$` does not match it at all.
+    small_file(dir.path(), "['^guard$']");
+    let refused = output(tazuna(&first, dir.path()).arg("apply"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("does not match `spec.context_matches`"),
+        "{}",
+        text(&refused)
+    );
+    assert!(
+        !exists(&first, &["namespace", "tazuna"]),
+        "a refused run wrote to the cluster"
+    );
+
+    small_file(dir.path(), "['guard']");
+    succeed(tazuna(&first, dir.path()).arg("apply"));
+    assert!(exists(&first, &["-n", "default", "configmap", "guarded"]));
+    let lock = std::fs::read_to_string(dir.path().join("tazuna.lock")).unwrap();
+    let first_uid = kubectl_json(&first, &["get", "namespace", "kube-system"])["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(lock.contains(&first_uid), "{lock}");
+
+    // The second cluster, reached under the first one's context name.
+    let renamed = dir.path().join("kubeconfig-b");
+    std::fs::copy(second.kubeconfig(), &renamed).unwrap();
+    succeed(
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&renamed)
+            .args([
+                "config",
+                "rename-context",
+                second.context(),
+                first.context(),
+            ]),
+    );
+    let mut impostor = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    impostor
+        .current_dir(dir.path())
+        .env("NO_COLOR", "1")
+        .arg("--kubeconfig")
+        .arg(&renamed)
+        .arg("--context")
+        .arg(first.context());
+    let refused = output(impostor.arg("apply"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let second_uid = kubectl_json(&second, &["get", "namespace", "kube-system"])["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        stderr.contains(&first_uid) && stderr.contains(&second_uid),
+        "both identities are named: {stderr}"
+    );
+    assert!(stderr.contains("--rebind"), "{stderr}");
+    assert!(
+        !exists(&second, &["namespace", "tazuna"]),
+        "the wrong cluster was written to"
+    );
+    assert!(!exists(&second, &["-n", "default", "configmap", "guarded"]));
+
+    // Re-binding on purpose works.
+    let mut rebind = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    rebind
+        .current_dir(dir.path())
+        .arg("--kubeconfig")
+        .arg(&renamed)
+        .arg("--context")
+        .arg(first.context());
+    succeed(rebind.args(["apply", "--rebind"]));
+    assert!(exists(&second, &["-n", "default", "configmap", "guarded"]));
+    assert!(
+        std::fs::read_to_string(dir.path().join("tazuna.lock"))
+            .unwrap()
+            .contains(&second_uid)
+    );
+}
+
+#[test]
+fn two_concurrent_applies_serialise_on_the_lease_and_leave_one_consistent_state() {
+    let Some(cluster) = TestCluster::start("apply-lock") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    small_file(dir.path(), "[]");
+    let spawn = || {
+        tazuna(&cluster, dir.path())
+            .arg("apply")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(
+        a.status.success() && b.status.success(),
+        "one waits for the other:\n{}\n{}",
+        text(&a),
+        text(&b)
+    );
+    let state = kubectl_json(
+        &cluster,
+        &[
+            "-n",
+            "tazuna",
+            "get",
+            "configmaps",
+            "-l",
+            "tazuna.dev/state=manifest",
+        ],
+    );
+    assert_eq!(state["items"].as_array().unwrap().len(), 1, "{state}");
+    assert!(
+        !exists(&cluster, &["-n", "tazuna", "lease", "tazuna-lock"]),
+        "the lock was released"
+    );
+}
