@@ -82,11 +82,11 @@ fn clusters_dir() -> PathBuf {
     assets::cache_dir().join("clusters")
 }
 
-fn default_kubeconfig() -> PathBuf {
+pub fn default_kubeconfig() -> PathBuf {
     assets::cache_dir().join("kubeconfig")
 }
 
-fn up(name: &str, nodes: usize, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
+pub fn up(name: &str, nodes: usize, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let dir = clusters_dir().join(name);
     let cluster = ClusterConfig::new(name).nodes(nodes).dir(&dir).start()?;
@@ -111,7 +111,7 @@ fn up(name: &str, nodes: usize, kubeconfig: &std::path::Path) -> anyhow::Result<
     Ok(())
 }
 
-fn down(name: &str, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
+pub fn down(name: &str, kubeconfig: &std::path::Path) -> anyhow::Result<()> {
     let dir = clusters_dir().join(name);
     let state = ClusterState::load(&dir).with_context(|| {
         format!("no cluster `{name}`\nhint: `cargo xtask cluster list` shows the clusters")

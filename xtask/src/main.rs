@@ -23,7 +23,7 @@ enum Task {
     /// Install what the tests need (rustup target, Debian packages, the Go-built
     /// control plane and tools), build the plugins, and run every test. CI runs this.
     Test(test::Test),
-    /// Build the plugins and the CLI, then check and build the quickstart.
+    /// Start a local control plane and apply the quickstart to it (Tazuna's main job).
     Quickstart(quickstart::Quickstart),
     /// Start, stop and list local harness clusters (real control planes on loopback).
     Cluster(cluster::ClusterArgs),

@@ -1,43 +1,106 @@
-//! `cargo xtask quickstart`: build everything and run Tazuna on the quickstart.
+//! `cargo xtask quickstart`: build everything, start a local control plane,
+//! and run Tazuna's main job on it: apply the quickstart (Argo CD and an
+//! AppProject), then show its status, and the workloads through kubectl.
 
+use std::path::Path;
 use std::process::Command;
 
 use anyhow::{Context, bail};
 use clap::Args;
 
-/// Build the plugins and the CLI, then run `tazuna check` and `tazuna build`
-/// on examples/quickstart/tazuna.yaml.
+/// Build the plugins and the CLI, start the local control plane `quickstart`
+/// (etcd, kube-apiserver, controllers, kwok), and run `tazuna check`,
+/// `tazuna apply` and `tazuna status` on examples/quickstart/tazuna.yaml.
+/// The cluster keeps running afterwards; the last lines say how to use and
+/// stop it.
 #[derive(Debug, Args)]
-pub struct Quickstart {}
+pub struct Quickstart {
+    /// Skip installing the control-plane binaries (they must be in the cache).
+    #[arg(long)]
+    no_install: bool,
+}
+
+const CLUSTER: &str = "quickstart";
 
 impl Quickstart {
     /// Run it.
     pub fn run(self) -> anyhow::Result<()> {
         let root = crate::test::root();
+        let install = root.join("tests/controlplane/install.sh");
+        if !self.no_install {
+            eprintln!("==> tests/controlplane/install.sh  (cached after the first run)");
+            run(Command::new("bash").arg(&install))?;
+        }
         crate::plugins::BuildPlugins::default().run()?;
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(&cargo)
-            .current_dir(&root)
-            .args(["build", "--release", "--locked", "--bin", "tazuna"])
-            .status()
-            .context("cannot run cargo")?;
-        if !status.success() {
-            bail!("building tazuna failed");
-        }
+        run(Command::new(&cargo).current_dir(&root).args([
+            "build",
+            "--release",
+            "--locked",
+            "--bin",
+            "tazuna",
+        ]))?;
         let tazuna = root.join("target/release/tazuna");
         let example = root.join("examples/quickstart");
-        for args in [&["check"][..], &["build"][..]] {
+        let kubeconfig = crate::cluster::default_kubeconfig();
+
+        // A fresh cluster each time, so the run shows day one.
+        let _ = crate::cluster::down(CLUSTER, &kubeconfig);
+        crate::cluster::up(CLUSTER, 1, &kubeconfig)?;
+
+        let target = [
+            "--kubeconfig",
+            &kubeconfig.to_string_lossy(),
+            "--context",
+            CLUSTER,
+        ]
+        .map(str::to_owned);
+        // The new cluster has a new identity; `--rebind` records it in the
+        // example's tazuna.lock (ignored by git) instead of refusing it.
+        for args in [
+            vec!["check"],
+            vec!["apply", "--rebind"],
+            vec!["status", "--all"],
+        ] {
             eprintln!("==> tazuna {}  (in examples/quickstart)", args.join(" "));
-            let status = Command::new(&tazuna)
-                .args(args)
-                .current_dir(&example)
-                .status()
-                .with_context(|| format!("cannot run {}", tazuna.display()))?;
-            if !status.success() {
-                bail!("`tazuna {}` failed", args.join(" "));
+            let mut command = Command::new(&tazuna);
+            command.args(&args).current_dir(&example);
+            if args[0] != "check" {
+                command.args(&target);
             }
+            run(&mut command)?;
         }
-        eprintln!("==> done: the binary is {}", tazuna.display());
+        eprintln!("==> kubectl -n argocd get deployments,statefulsets  (an independent look)");
+        run(Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args([
+                "--context",
+                CLUSTER,
+                "-n",
+                "argocd",
+                "get",
+                "deployments,statefulsets",
+            ]))?;
+        let kc = kubeconfig.display();
+        eprintln!(
+            "==> done. The cluster `{CLUSTER}` keeps running:\n  export KUBECONFIG={kc}\n  cd examples/quickstart && {t} plan --context {CLUSTER}\n  {t} destroy --context {CLUSTER} --yes\n  cargo xtask cluster down --name {CLUSTER}",
+            t = display(&tazuna)
+        );
         Ok(())
     }
+}
+
+fn display(path: &Path) -> String {
+    path.display().to_string()
+}
+
+fn run(command: &mut Command) -> anyhow::Result<()> {
+    let status = command
+        .status()
+        .with_context(|| format!("cannot run {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed ({status})");
+    }
+    Ok(())
 }

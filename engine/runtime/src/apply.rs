@@ -10,6 +10,10 @@
 //! then is its state written. A failing manifest stops its dependents; the
 //! other manifests of its layer still finish.
 
+// `ManifestError` names the failing object; it is only built on the way out
+// of a manifest, so its size costs nothing where it matters.
+#![allow(clippy::result_large_err)]
+
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
@@ -24,6 +28,10 @@ use crate::cluster::{Cluster, Resolved};
 use crate::render::Rendered;
 use crate::state::{Entry, ManifestState, PluginRecord, Store, Stored};
 use crate::wait::{self, Watched};
+
+/// One object after its phase: what was sent, its state entry, its live form
+/// and what happened to it.
+type Handled = (Prepared, Entry, Option<Value>, Action);
 
 /// The field manager Tazuna applies as.
 pub const FIELD_MANAGER: &str = "tazuna";
@@ -242,7 +250,8 @@ pub struct ManifestOutcome {
     pub elapsed: Duration,
 }
 
-/// Why one manifest failed; rendered into [`Outcome::Failed`].
+/// Why one manifest failed; rendered into [`Outcome::Failed`]. It is big
+/// (it names the object), but it is only built on the way out of a manifest.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ManifestError {
     #[error("{object}: unknown kind `{kind}` in `{api_version}`{hint}")]
@@ -632,8 +641,7 @@ impl Run<'_> {
             }
         }
 
-        let mut results: Vec<Option<(Prepared, Entry, Option<Value>, Action)>> =
-            vec![None; prepared.len()];
+        let mut results: Vec<Option<Handled>> = vec![None; prepared.len()];
         let mut to_send = Vec::new();
         for (index, item) in prepared.iter().enumerate() {
             let before = prior.get(&item.object);

@@ -51,13 +51,13 @@ pub enum GuardError {
     )]
     WrongCluster {
         /// What the context leads to.
-        target: Target,
+        target: Box<Target>,
         /// The expected UID.
         expected: String,
         /// Where that came from.
         binding: BindingSource,
         /// The lock's binding, when it came from the lock.
-        bound: Option<ClusterBinding>,
+        bound: Option<Box<ClusterBinding>>,
     },
 }
 
@@ -127,7 +127,7 @@ impl ContextGuard {
         if let Some(expected) = &self.file_uid {
             if *expected != target.uid {
                 return Err(GuardError::WrongCluster {
-                    target: target.clone(),
+                    target: Box::new(target.clone()),
                     expected: expected.clone(),
                     binding: BindingSource::File,
                     bound: None,
@@ -146,10 +146,10 @@ impl ContextGuard {
             Some(bound) if bound.uid == target.uid => Ok(None),
             Some(_) if rebind == Rebind::Rebind => Ok(Some(new_binding())),
             Some(bound) => Err(GuardError::WrongCluster {
-                target: target.clone(),
+                target: Box::new(target.clone()),
                 expected: bound.uid.clone(),
                 binding: BindingSource::Lock(self.lock_path.clone()),
-                bound: Some(bound.clone()),
+                bound: Some(Box::new(bound.clone())),
             }),
         }
     }

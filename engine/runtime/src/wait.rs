@@ -69,6 +69,8 @@ fn plural(n: usize) -> String {
 }
 
 type GroupKey = (String, String, Option<String>);
+/// Objects of one group still pending, by name, with why.
+type Members = HashMap<String, (ObjectRef, String)>;
 
 fn group_key(w: &Watched) -> GroupKey {
     (
@@ -96,8 +98,7 @@ pub async fn until_ready(
     timeout: Duration,
     on_ready: &(dyn Fn(&ObjectRef) + Sync),
 ) -> Result<(), WaitError> {
-    let mut groups: BTreeMap<GroupKey, (Resolved, HashMap<String, (ObjectRef, String)>)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<GroupKey, (Resolved, Members)> = BTreeMap::new();
     for watched in objects {
         let verdict = match &watched.last {
             Some(last) => readiness::assess(last),
