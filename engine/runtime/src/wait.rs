@@ -10,13 +10,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
-use kube::{Api, Client};
 use serde_json::Value;
 use tazuna_core::inventory::ObjectRef;
 use tazuna_core::readiness::{self, Readiness};
 
+use crate::apply::api_for;
 use crate::cluster::Resolved;
 
 /// An object to wait for, with how it looked last.
@@ -78,15 +79,6 @@ fn group_key(w: &Watched) -> GroupKey {
         w.resolved.resource.plural.clone(),
         w.object.namespace.clone(),
     )
-}
-
-fn api_for(client: &Client, resolved: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
-    match (resolved.namespaced, namespace) {
-        (true, Some(namespace)) => {
-            Api::namespaced_with(client.clone(), namespace, &resolved.resource)
-        }
-        _ => Api::all_with(client.clone(), &resolved.resource),
-    }
 }
 
 /// Wait until every object in `objects` is ready, at most `timeout`.
