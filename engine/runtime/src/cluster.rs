@@ -190,6 +190,9 @@ impl Cluster {
     /// Connect with `options`, read the cluster's identity and discover its
     /// kinds. Only reads.
     pub async fn connect(options: &ConnectOptions) -> Result<Self, ClusterError> {
+        // With more than one rustls backend compiled in (the workspace's
+        // other crates bring aws-lc-rs), rustls cannot pick one by itself.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let kubeconfig = read_kubeconfig(options)?;
         let context = select_context(&kubeconfig, options)?;
         let kube_options = KubeConfigOptions {
