@@ -54,6 +54,21 @@ fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
 }
 
+/// Tazuna's state objects, read with kubectl.
+fn state_objects(cluster: &TestCluster) -> Value {
+    kubectl_json(
+        cluster,
+        &[
+            "-n",
+            "tazuna",
+            "get",
+            "configmaps",
+            "-l",
+            "tazuna.dev/state=manifest",
+        ],
+    )
+}
+
 fn exists(cluster: &TestCluster, args: &[&str]) -> bool {
     let out = output(cluster.kubectl().args(["get"]).args(args).args([
         "--ignore-not-found",
@@ -148,17 +163,7 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
         &cluster,
         &["-n", "argocd", "appprojects.argoproj.io", "platform"]
     ));
-    let state = kubectl_json(
-        &cluster,
-        &[
-            "-n",
-            "tazuna",
-            "get",
-            "configmaps",
-            "-l",
-            "tazuna.dev/state=manifest",
-        ],
-    );
+    let state = state_objects(&cluster);
     assert_eq!(
         state["items"].as_array().unwrap().len(),
         3,
@@ -299,17 +304,7 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
     assert!(!exists(&cluster, &["crd", "applications.argoproj.io"]));
     assert!(!exists(&cluster, &["clusterrole", "argocd-server"]));
     assert!(!exists(&cluster, &["-n", "default", "secret", "db"]));
-    let state = kubectl_json(
-        &cluster,
-        &[
-            "-n",
-            "tazuna",
-            "get",
-            "configmaps",
-            "-l",
-            "tazuna.dev/state=manifest",
-        ],
-    );
+    let state = state_objects(&cluster);
     assert_eq!(state["items"].as_array().unwrap().len(), 0, "{state}");
 }
 
@@ -447,17 +442,7 @@ fn two_concurrent_applies_serialise_on_the_lease_and_leave_one_consistent_state(
         text(&a),
         text(&b)
     );
-    let state = kubectl_json(
-        &cluster,
-        &[
-            "-n",
-            "tazuna",
-            "get",
-            "configmaps",
-            "-l",
-            "tazuna.dev/state=manifest",
-        ],
-    );
+    let state = state_objects(&cluster);
     assert_eq!(state["items"].as_array().unwrap().len(), 1, "{state}");
     assert!(
         !exists(&cluster, &["-n", "tazuna", "lease", "tazuna-lock"]),

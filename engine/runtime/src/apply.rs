@@ -14,17 +14,18 @@
 // of a manifest, so its size costs nothing where it matters.
 #![allow(clippy::result_large_err)]
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PropagationPolicy};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
 use kube::{Api, Client};
 use serde_json::Value;
 use tazuna_core::config::{Manifest, Test, Wait};
 use tazuna_core::inventory::{self, ObjectRef, Phase};
 
 use crate::cluster::{Cluster, Resolved};
+use crate::live::LiveIndex;
 use crate::render::Rendered;
 use crate::state::{Entry, ManifestState, PluginRecord, Store, Stored};
 use crate::wait::{self, Watched};
@@ -604,8 +605,8 @@ impl Run<'_> {
     ) -> Result<Vec<(Prepared, Entry, Option<Value>)>, ManifestError> {
         // Which objects might be skipped: same hash as in state. One list per
         // kind and namespace tells whether they are unchanged live.
+        let mut index = LiveIndex::new(self.cluster);
         let mut live: HashMap<ObjectRef, Value> = HashMap::new();
-        let mut listed: BTreeSet<(String, Option<String>)> = BTreeSet::new();
         for item in prepared {
             let same_intent = prior
                 .get(&item.object)
@@ -617,27 +618,16 @@ impl Run<'_> {
                 .cluster
                 .resolve(&item.object)
                 .expect("resolved in prepare");
-            let key = (
-                resolved.resource.api_version.clone() + "/" + &resolved.resource.plural,
-                item.object.namespace.clone(),
-            );
-            if !listed.insert(key) {
-                continue;
-            }
-            let api = api_for(self.client(), &resolved, item.object.namespace.as_deref());
-            let list =
-                api.list(&ListParams::default())
+            let current =
+                index
+                    .get(&item.object, &resolved)
                     .await
                     .map_err(|e| ManifestError::Rejected {
                         object: item.object.clone(),
                         message: format!("cannot list its kind: {}", status_message(&e)),
                     })?;
-            for found in list.items {
-                let mut value = serde_json::to_value(&found).unwrap_or(Value::Null);
-                let mut reference = item.object.clone();
-                reference.name = found.metadata.name.clone().unwrap_or_default();
-                wait::fill_type(&mut value, &reference);
-                live.insert(reference, value);
+            if let Some(current) = current {
+                live.insert(item.object.clone(), current.clone());
             }
         }
 
@@ -781,64 +771,87 @@ impl Run<'_> {
         prune: Prune,
         counts: &mut Counts,
     ) -> Result<Vec<Entry>, ManifestError> {
-        let mut kept = Vec::new();
-        let mut deleted = Vec::new();
-        for entry in gone {
-            let object = entry.object();
-            let decision = if prune == Prune::Off {
-                Err("no longer rendered; pass `--prune` to delete it".to_owned())
+        let objects = gone.iter().map(|e| e.object()).collect();
+        let tracked: HashSet<ObjectRef> = self
+            .remove(manifest, objects, prune, counts)
+            .await?
+            .into_iter()
+            .collect();
+        Ok(gone
+            .into_iter()
+            .filter(|e| tracked.contains(&e.object()))
+            .cloned()
+            .collect())
+    }
+
+    /// Delete `objects` where they are still Tazuna's and `prune` allows it,
+    /// report each, and wait for those that finalizers hold. Returns the
+    /// objects that were kept and stay in state.
+    pub(crate) async fn remove(
+        &self,
+        manifest: &str,
+        objects: Vec<ObjectRef>,
+        prune: Prune,
+        counts: &mut Counts,
+    ) -> Result<Vec<ObjectRef>, ManifestError> {
+        let mut tracked = Vec::new();
+        let mut pending = Vec::new();
+        for object in objects {
+            let removal = if prune == Prune::Off {
+                Removal::Kept {
+                    note: "no longer rendered; pass `--prune` to delete it".to_owned(),
+                    tracked: true,
+                }
             } else {
                 self.delete_owned(&object, prune).await?
             };
-            match decision {
-                Ok(Some(resolved)) => {
-                    counts.add(Action::Pruned);
-                    self.observer.event(Event::Object {
-                        manifest: manifest.to_owned(),
-                        object: object.clone(),
-                        action: Action::Pruned,
-                        note: None,
-                    });
-                    deleted.push((object, resolved));
-                }
+            let (action, note) = match removal {
                 // Already gone, or never Tazuna's: forget it.
-                Ok(None) => {}
-                Err(note) => {
-                    counts.add(Action::Kept);
-                    self.observer.event(Event::Object {
-                        manifest: manifest.to_owned(),
-                        object,
-                        action: Action::Kept,
-                        note: Some(note.clone()),
-                    });
-                    if !note.starts_with("annotated") {
-                        kept.push(entry.clone());
+                Removal::Absent => continue,
+                Removal::Deleted(holding) => {
+                    if let Some(resolved) = holding {
+                        pending.push((object.clone(), resolved));
                     }
+                    (Action::Pruned, None)
                 }
-            }
+                Removal::Kept {
+                    note,
+                    tracked: stays,
+                } => {
+                    if stays {
+                        tracked.push(object.clone());
+                    }
+                    (Action::Kept, Some(note))
+                }
+            };
+            counts.add(action);
+            self.observer.event(Event::Object {
+                manifest: manifest.to_owned(),
+                object,
+                action,
+                note,
+            });
         }
-        if !deleted.is_empty() {
-            wait::until_gone(self.client(), deleted, Duration::from_secs(300)).await?;
+        if !pending.is_empty() {
+            wait::until_gone(self.client(), pending, Duration::from_secs(300)).await?;
         }
-        Ok(kept)
+        Ok(tracked)
     }
 
     /// Delete `object` if it is still Tazuna's and may be pruned.
-    /// `Ok(Some)` when deleted, `Ok(None)` when there is nothing (of ours) to
-    /// delete, `Err(note)` when kept.
-    pub(crate) async fn delete_owned(
+    async fn delete_owned(
         &self,
         object: &ObjectRef,
         prune: Prune,
-    ) -> Result<Result<Option<Resolved>, String>, ManifestError> {
+    ) -> Result<Removal, ManifestError> {
         let Some(resolved) = self.cluster.resolve(object) else {
-            return Ok(Ok(None));
+            return Ok(Removal::Absent);
         };
         if is_dangerous(object) && prune < Prune::Dangerous {
-            return Ok(Err(format!(
-                "a {} is only pruned with `--prune-dangerous`",
-                object.kind
-            )));
+            return Ok(Removal::Kept {
+                note: format!("a {} is only pruned with `--prune-dangerous`", object.kind),
+                tracked: true,
+            });
         }
         let api = api_for(self.client(), &resolved, object.namespace.as_deref());
         let live = api
@@ -849,16 +862,17 @@ impl Run<'_> {
                 message: status_message(&e),
             })?;
         let Some(live) = live else {
-            return Ok(Ok(None));
+            return Ok(Removal::Absent);
         };
         let annotations = live.metadata.annotations.clone().unwrap_or_default();
         if annotations
             .get(PRUNE_ANNOTATION)
             .is_some_and(|v| v == "disabled")
         {
-            return Ok(Err(format!(
-                "annotated `{PRUNE_ANNOTATION}: disabled`; Tazuna stops managing it"
-            )));
+            return Ok(Removal::Kept {
+                note: format!("annotated `{PRUNE_ANNOTATION}: disabled`; Tazuna stops managing it"),
+                tracked: false,
+            });
         }
         let ours = annotations.contains_key(crate::plan::MANIFEST_ANNOTATION)
             || live
@@ -868,7 +882,7 @@ impl Run<'_> {
                 .flatten()
                 .any(|f| f.manager.as_deref() == Some(FIELD_MANAGER));
         if !ours {
-            return Ok(Ok(None));
+            return Ok(Removal::Absent);
         }
         let params = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Background),
@@ -879,8 +893,11 @@ impl Run<'_> {
             ..DeleteParams::default()
         };
         match api.delete(&object.name, &params).await {
-            Ok(_) => Ok(Ok(Some(resolved))),
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Ok(None)),
+            // A Status means it is gone already; the object back means
+            // finalizers still hold it.
+            Ok(response) if response.is_left() => Ok(Removal::Deleted(Some(resolved))),
+            Ok(_) => Ok(Removal::Deleted(None)),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(Removal::Absent),
             Err(error) => Err(ManifestError::Rejected {
                 object: object.clone(),
                 message: format!("cannot prune it: {}", status_message(&error)),
@@ -915,6 +932,22 @@ impl Run<'_> {
             elapsed: started.elapsed(),
         })
     }
+}
+
+/// What became of an object Tazuna was asked to delete.
+pub(crate) enum Removal {
+    /// Deleted; with its kind while finalizers still hold it.
+    Deleted(Option<Resolved>),
+    /// Nothing of Tazuna's to delete: already gone, its kind no longer
+    /// served, or no longer Tazuna's.
+    Absent,
+    /// Kept on purpose; `tracked` says whether it stays in state.
+    Kept {
+        /// Why, for people.
+        note: String,
+        /// Whether Tazuna keeps tracking it.
+        tracked: bool,
+    },
 }
 
 /// Namespaces, CRDs and PVCs: pruning them deletes data.

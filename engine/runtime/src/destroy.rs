@@ -12,9 +12,8 @@ use std::time::{Duration, Instant};
 
 use tazuna_core::inventory::{ObjectRef, Phase};
 
-use crate::apply::{Action, Counts, Event, ManifestOutcome, Outcome, Prune, Run};
+use crate::apply::{Counts, Event, ManifestOutcome, Outcome, Prune, Run};
 use crate::state::Stored;
-use crate::wait;
 
 /// Manifests of `states` in the order they are destroyed.
 pub fn order(states: &BTreeMap<String, Stored>) -> Vec<&Stored> {
@@ -103,36 +102,7 @@ impl Run<'_> {
                 .push(object);
         }
         for (_, objects) in phases {
-            let mut deleting = Vec::new();
-            for object in objects {
-                match self
-                    .delete_owned(&object, Prune::Dangerous)
-                    .await
-                    .map_err(|e| e.to_string())?
-                {
-                    Ok(Some(resolved)) => {
-                        counts.add(Action::Pruned);
-                        self.observer.event(Event::Object {
-                            manifest: name.clone(),
-                            object: object.clone(),
-                            action: Action::Pruned,
-                            note: None,
-                        });
-                        deleting.push((object, resolved));
-                    }
-                    Ok(None) => {}
-                    Err(note) => {
-                        counts.add(Action::Kept);
-                        self.observer.event(Event::Object {
-                            manifest: name.clone(),
-                            object,
-                            action: Action::Kept,
-                            note: Some(note),
-                        });
-                    }
-                }
-            }
-            wait::until_gone(self.cluster.client(), deleting, Duration::from_secs(300))
+            self.remove(name, objects, Prune::Dangerous, counts)
                 .await
                 .map_err(|e| e.to_string())?;
         }

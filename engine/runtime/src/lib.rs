@@ -15,11 +15,13 @@ pub mod cluster;
 pub mod destroy;
 pub mod guard;
 pub mod host;
+pub mod live;
 pub mod plan;
 pub mod plugins;
 pub mod render;
 pub mod report;
 pub mod state;
+pub mod status;
 pub mod wait;
 
 /// The version of this build of Tazuna.

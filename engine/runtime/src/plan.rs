@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{Patch, PatchParams};
 use serde_json::Value;
 use tazuna_core::config::Manifest;
 use tazuna_core::diff;
@@ -17,6 +17,7 @@ use tazuna_core::inventory::{self, ObjectRef};
 
 use crate::apply::{FIELD_MANAGER, api_for, owned_fields_hash};
 use crate::cluster::{Cluster, Resolved};
+use crate::live::LiveIndex;
 use crate::render::Rendered;
 use crate::state::{Entry, Stored};
 use crate::wait;
@@ -95,54 +96,6 @@ pub enum Question {
     Drift,
 }
 
-struct Live<'a> {
-    cluster: &'a Cluster,
-    lists: HashMap<(String, Option<String>), HashMap<String, Value>>,
-    requests: usize,
-}
-
-impl Live<'_> {
-    async fn get(
-        &mut self,
-        object: &ObjectRef,
-        resolved: &Resolved,
-    ) -> Result<Option<Value>, PlanError> {
-        let key = (
-            format!(
-                "{}/{}",
-                resolved.resource.api_version, resolved.resource.plural
-            ),
-            object.namespace.clone(),
-        );
-        if !self.lists.contains_key(&key) {
-            let api = api_for(self.cluster.client(), resolved, object.namespace.as_deref());
-            self.requests += 1;
-            let list =
-                api.list(&ListParams::default())
-                    .await
-                    .map_err(|source| PlanError::Request {
-                        what: format!(
-                            "cannot list {} in {}",
-                            resolved.resource.plural,
-                            object.namespace.as_deref().unwrap_or("the cluster")
-                        ),
-                        source,
-                    })?;
-            let mut by_name = HashMap::new();
-            for item in list.items {
-                let name = item.metadata.name.clone().unwrap_or_default();
-                let mut value = serde_json::to_value(&item).unwrap_or(Value::Null);
-                let mut reference = object.clone();
-                reference.name.clone_from(&name);
-                wait::fill_type(&mut value, &reference);
-                by_name.insert(name, value);
-            }
-            self.lists.insert(key.clone(), by_name);
-        }
-        Ok(self.lists[&key].get(&object.name).cloned())
-    }
-}
-
 /// Compare `intents` with the cluster. `states` is Tazuna's state; `all_names`
 /// are the manifests in the file (state of others is reported as to be
 /// pruned); `hash_key` is the Secret hash key, if the cluster has one.
@@ -154,11 +107,8 @@ pub async fn compare(
     hash_key: Option<&[u8]>,
     question: Question,
 ) -> Result<Report, PlanError> {
-    let mut live = Live {
-        cluster,
-        lists: HashMap::new(),
-        requests: 0,
-    };
+    let mut live = LiveIndex::new(cluster);
+    let mut dry_runs = 0;
     let mut report = Report::default();
     let key = hash_key.unwrap_or(b"");
     let served_later: HashSet<(String, String)> = intents
@@ -220,7 +170,18 @@ pub async fn compare(
                 // Not applied yet in this form: a pending change, not drift.
                 continue;
             }
-            let current = live.get(&object, &resolved).await?;
+            let current = live
+                .get(&object, &resolved)
+                .await
+                .map_err(|source| PlanError::Request {
+                    what: format!(
+                        "cannot list {} in {}",
+                        resolved.resource.plural,
+                        object.namespace.as_deref().unwrap_or("the cluster")
+                    ),
+                    source,
+                })?
+                .cloned();
             if same_intent
                 && let Some(current) = &current
                 && entry
@@ -243,7 +204,7 @@ pub async fn compare(
             let api = api_for(cluster.client(), &resolved, object.namespace.as_deref());
             let mut params = PatchParams::apply(FIELD_MANAGER);
             params.dry_run = true;
-            live.requests += 1;
+            dry_runs += 1;
             let mut conflict = None;
             let mut result = api
                 .patch(&object.name, &params, &Patch::Apply(&value))
@@ -255,7 +216,7 @@ pub async fn compare(
                 // them back would change.
                 conflict = Some(status.message.clone());
                 params.force = true;
-                live.requests += 1;
+                dry_runs += 1;
                 result = api
                     .patch(&object.name, &params, &Patch::Apply(&value))
                     .await;
@@ -332,7 +293,7 @@ pub async fn compare(
             }
         }
     }
-    report.requests = live.requests;
+    report.requests = live.requests() + dry_runs;
     Ok(report)
 }
 

@@ -1,0 +1,74 @@
+//! Live objects read a kind and a namespace at a time.
+//!
+//! `apply` (to skip unchanged objects), `plan`, `state drift` and `status` all
+//! need the live form of many objects. [`LiveIndex`] answers each of them from
+//! one list call per kind and namespace, made the first time that pair is
+//! asked about, never one GET per object.
+
+use std::collections::HashMap;
+
+use kube::api::ListParams;
+use serde_json::Value;
+use tazuna_core::inventory::ObjectRef;
+
+use crate::apply::api_for;
+use crate::cluster::{Cluster, Resolved};
+use crate::wait;
+
+/// Live objects by kind and namespace, listed on first use.
+pub struct LiveIndex<'a> {
+    cluster: &'a Cluster,
+    lists: HashMap<(String, Option<String>), HashMap<String, Value>>,
+}
+
+impl std::fmt::Debug for LiveIndex<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveIndex")
+            .field("lists", &self.lists.len())
+            .finish()
+    }
+}
+
+impl<'a> LiveIndex<'a> {
+    /// An empty index on `cluster`.
+    pub fn new(cluster: &'a Cluster) -> Self {
+        Self {
+            cluster,
+            lists: HashMap::new(),
+        }
+    }
+
+    /// The live form of `object` (with `apiVersion` and `kind` filled in),
+    /// or `None` when it does not exist.
+    pub async fn get(
+        &mut self,
+        object: &ObjectRef,
+        resolved: &Resolved,
+    ) -> Result<Option<&Value>, kube::Error> {
+        let key = (
+            format!(
+                "{}/{}",
+                resolved.resource.api_version, resolved.resource.plural
+            ),
+            object.namespace.clone(),
+        );
+        if !self.lists.contains_key(&key) {
+            let api = api_for(self.cluster.client(), resolved, object.namespace.as_deref());
+            let list = api.list(&ListParams::default()).await?;
+            let mut by_name = HashMap::with_capacity(list.items.len());
+            for item in list.items {
+                let name = item.metadata.name.clone().unwrap_or_default();
+                let mut value = serde_json::to_value(&item).unwrap_or(Value::Null);
+                wait::fill_type(&mut value, object);
+                by_name.insert(name, value);
+            }
+            self.lists.insert(key.clone(), by_name);
+        }
+        Ok(self.lists[&key].get(&object.name))
+    }
+
+    /// How many list calls were made.
+    pub fn requests(&self) -> usize {
+        self.lists.len()
+    }
+}
