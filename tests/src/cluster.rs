@@ -155,6 +155,40 @@ impl ClusterConfig {
     }
 }
 
+/// Audit policy: the metadata of every request once its response is sent.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+  - level: Metadata
+";
+
+/// One request from the API server's audit log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditEvent {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, ...
+    pub verb: String,
+    /// The resource (`configmaps`), empty for non-resource URLs.
+    pub resource: String,
+    /// The namespace, if any.
+    pub namespace: Option<String>,
+    /// The object name, if the request named one.
+    pub name: Option<String>,
+    /// Whether it was a server-side dry run.
+    pub dry_run: bool,
+}
+
+impl AuditEvent {
+    /// Whether the request would change the cluster (a write that is not a dry run).
+    pub fn is_write(&self) -> bool {
+        !self.dry_run
+            && matches!(
+                self.verb.as_str(),
+                "create" | "update" | "patch" | "delete" | "deletecollection"
+            )
+    }
+}
+
 /// A running control plane; dropping it stops it and removes its data.
 #[derive(Debug)]
 pub struct Cluster {
@@ -262,6 +296,39 @@ impl Cluster {
     /// The directory of the component logs (`<component>.log`).
     pub fn log_dir(&self) -> PathBuf {
         self.dir.join("logs")
+    }
+
+    /// The API server's audit log: one JSON event per request.
+    pub fn audit_log(&self) -> PathBuf {
+        self.log_dir().join("audit.log")
+    }
+
+    /// The requests the API server has logged so far whose user agent starts
+    /// with `user_agent`, in order.
+    pub fn requests_from(&self, user_agent: &str) -> Vec<AuditEvent> {
+        // Events are written as responses complete; give the last ones a moment.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let text = std::fs::read_to_string(self.audit_log()).unwrap_or_default();
+        text.lines()
+            .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+            .filter(|e| {
+                e["userAgent"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with(user_agent))
+            })
+            .map(|e| AuditEvent {
+                verb: e["verb"].as_str().unwrap_or_default().to_owned(),
+                resource: e["objectRef"]["resource"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                namespace: e["objectRef"]["namespace"].as_str().map(str::to_owned),
+                name: e["objectRef"]["name"].as_str().map(str::to_owned),
+                dry_run: e["requestURI"]
+                    .as_str()
+                    .is_some_and(|u| u.contains("dryRun=")),
+            })
+            .collect()
     }
 
     /// Where the binaries came from.
@@ -395,8 +462,21 @@ impl Cluster {
         })?;
 
         // kube-apiserver
+        // An audit log of every request, so tests and benchmarks can count
+        // what a client sent by its user agent, independently of the client.
+        let policy = dir.join("audit-policy.yaml");
+        std::fs::write(&policy, AUDIT_POLICY).context("writing the audit policy")?;
         let mut apiserver = Command::new(self.assets.path(Tool::KubeApiserver));
         apiserver
+            .arg(format!("--audit-policy-file={}", path(&policy)))
+            .arg(format!(
+                "--audit-log-path={}",
+                path(&logs.join("audit.log"))
+            ))
+            .arg("--audit-log-format=json")
+            .arg("--audit-log-mode=blocking")
+            .arg("--audit-log-maxsize=64")
+            .arg("--audit-log-maxbackup=1")
             .arg(format!("--etcd-servers={client}"))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--secure-port={}", p.apiserver))

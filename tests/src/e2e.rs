@@ -239,6 +239,12 @@ impl TestCluster {
         }
     }
 
+    /// Requests the API server logged from clients whose user agent starts
+    /// with `user_agent`; `None` for a developer's cluster (no audit log).
+    pub fn requests_from(&self, user_agent: &str) -> Option<Vec<crate::cluster::AuditEvent>> {
+        self.own().map(|c| c.requests_from(user_agent))
+    }
+
     /// The tail of every component log (empty for a developer's cluster).
     pub fn log_tails(&self, lines: usize) -> String {
         self.own().map(|c| c.log_tails(lines)).unwrap_or_default()

@@ -22,5 +22,5 @@ pub mod process;
 pub mod registry;
 
 pub use assets::{Assets, Tool};
-pub use cluster::{Cluster, ClusterConfig, ClusterState, Ports};
+pub use cluster::{AuditEvent, Cluster, ClusterConfig, ClusterState, Ports};
 pub use registry::Registry;

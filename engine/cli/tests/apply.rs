@@ -175,6 +175,13 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
     );
 
     // Day two, nothing changed: no object is written again.
+    let first_apply_requests = cluster.requests_from("tazuna/").map(|r| r.len());
+    if let Some(count) = first_apply_requests {
+        assert!(
+            count > 60,
+            "the audit log saw the first apply ({count} requests)"
+        );
+    }
     let (cm, deploy, projects) = (
         writes(&cluster, "configmaps"),
         writes(&cluster, "deployments"),
@@ -189,6 +196,21 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
     );
     assert_eq!(writes(&cluster, "deployments"), deploy);
     assert_eq!(writes(&cluster, "appprojects"), projects);
+    // The audit log says the same for every object, the state included:
+    // Tazuna's only writes are taking and giving back its lock.
+    if let Some(before) = first_apply_requests {
+        let all = cluster.requests_from("tazuna/").unwrap();
+        let writes: Vec<_> = all[before..]
+            .iter()
+            .filter(|e| e.is_write() && e.resource != "leases")
+            .collect();
+        assert_eq!(
+            writes,
+            Vec::<&tazuna_testkit::AuditEvent>::new(),
+            "{}",
+            text(&second)
+        );
+    }
     let status = output(tazuna(&cluster, &dir).arg("status"));
     assert!(status.status.success(), "{}", text(&status));
 
