@@ -1,5 +1,6 @@
 //! Developer tasks: `cargo xtask <task>`. Each task lives in its own module.
 
+mod bench;
 mod cluster;
 mod plugins;
 mod quickstart;
@@ -25,6 +26,9 @@ enum Task {
     Test(test::Test),
     /// Start a local control plane and apply the quickstart to it (Tazuna's main job).
     Quickstart(quickstart::Quickstart),
+    /// Benchmark apply, no-op apply, plan and status beside `kubectl apply
+    /// --server-side` on fresh harness clusters; prints a Markdown report.
+    BenchApply(bench::BenchApply),
     /// Start, stop and list local harness clusters (real control planes on loopback).
     Cluster(cluster::ClusterArgs),
 }
@@ -35,5 +39,6 @@ fn main() -> anyhow::Result<()> {
         Task::Test(args) => args.run(),
         Task::Quickstart(args) => args.run(),
         Task::Cluster(args) => args.run(),
+        Task::BenchApply(args) => args.run(),
     }
 }

@@ -36,6 +36,16 @@ type Handled = (Prepared, Entry, Option<Value>, Action);
 
 /// The field manager Tazuna applies as.
 pub const FIELD_MANAGER: &str = "tazuna";
+/// How long a new CRD may take to become `Established`.
+const CRD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the manifests of one run share: who provides which CRD, and which
+/// manifests have applied so far.
+struct Shared {
+    providers: HashMap<(String, String), Provider>,
+    applied: std::sync::Mutex<HashSet<String>>,
+}
+
 /// The annotation that keeps an object from being pruned.
 pub const PRUNE_ANNOTATION: &str = "tazuna.dev/prune";
 
@@ -337,7 +347,10 @@ impl Run<'_> {
         layers: &[Vec<usize>],
         sequential: bool,
     ) -> Vec<ManifestOutcome> {
-        let providers = crd_providers(units);
+        let shared = Shared {
+            providers: crd_providers(units),
+            applied: std::sync::Mutex::new(HashSet::new()),
+        };
         let mut outcomes: Vec<Option<ManifestOutcome>> = vec![None; units.len()];
         let mut failed: HashSet<String> = HashSet::new();
         let mut stop_all: Option<String> = None;
@@ -361,7 +374,7 @@ impl Run<'_> {
                         .map(|d| format!("its dependency `{d}` did not apply"))
                 });
                 let semaphore = &semaphore;
-                let providers = &providers;
+                let shared = &shared;
                 async move {
                     let started = Instant::now();
                     if let Some(reason) = blocked {
@@ -380,7 +393,7 @@ impl Run<'_> {
                     let outcome = match &unit.rendered {
                         Err(error) => Outcome::Failed(error.clone()),
                         Ok(rendered) => match self
-                            .apply_manifest(unit, rendered, providers, &mut counts)
+                            .apply_manifest(unit, rendered, shared, &mut counts)
                             .await
                         {
                             Ok(()) => Outcome::Applied,
@@ -397,7 +410,13 @@ impl Run<'_> {
             });
             let results = futures::future::join_all(runs).await;
             for (&i, outcome) in layer.iter().zip(results) {
-                if !matches!(outcome.outcome, Outcome::Applied) {
+                if outcome.outcome == Outcome::Applied {
+                    shared
+                        .applied
+                        .lock()
+                        .expect("applied lock")
+                        .insert(outcome.manifest.clone());
+                } else {
                     failed.insert(outcome.manifest.clone());
                     if sequential && stop_all.is_none() {
                         stop_all = Some(format!("`{}` before it did not apply", outcome.manifest));
@@ -414,7 +433,7 @@ impl Run<'_> {
         &self,
         unit: &Unit<'_>,
         rendered: &Rendered,
-        providers: &HashMap<(String, String), String>,
+        shared: &Shared,
         counts: &mut Counts,
     ) -> Result<(), ManifestError> {
         let manifest = unit.manifest;
@@ -441,46 +460,27 @@ impl Run<'_> {
 
         let mut entries: Vec<Entry> = Vec::new();
         let mut watched: Vec<Watched> = Vec::new();
-        for (phase, objects) in phases {
+        for objects in phases.into_values() {
             let mut prepared = Vec::with_capacity(objects.len());
             for value in objects {
-                prepared.push(self.prepare(value, manifest, providers)?);
+                prepared.push(self.prepare(value, manifest, shared).await?);
             }
-            let sent = self.apply_phase(name, &prepared, &prior, counts).await?;
-            for (item, entry, live) in sent {
-                let resolved = self
-                    .cluster
-                    .resolve(&item.object)
-                    .expect("resolved before sending");
-                watched.push(Watched {
-                    object: item.object.clone(),
-                    resolved,
-                    last: live,
-                });
+            let handled = self.apply_phase(name, &prepared, &prior, counts).await?;
+            for (item, entry, live, action) in handled {
+                // Unchanged objects were ready when their state was written
+                // and were not touched since; `tazuna status` shows them now.
+                if action != Action::Unchanged {
+                    let resolved = self
+                        .cluster
+                        .resolve(&item.object)
+                        .expect("resolved before sending");
+                    watched.push(Watched {
+                        object: item.object.clone(),
+                        resolved,
+                        last: live,
+                    });
+                }
                 entries.push(entry);
-            }
-            if phase == Phase::Definitions && self.settings.mode == Mode::Apply {
-                let definitions: Vec<Watched> = watched
-                    .iter()
-                    .filter(|w| Phase::of(&w.object) == Phase::Definitions)
-                    .cloned()
-                    .collect();
-                self.observer.event(Event::Waiting {
-                    manifest: name.to_owned(),
-                    objects: definitions.len(),
-                });
-                let on_ready = |_: &ObjectRef| {};
-                wait::until_ready(
-                    self.client(),
-                    definitions,
-                    Duration::from_secs(60),
-                    &on_ready,
-                )
-                .await?;
-                self.cluster
-                    .refresh()
-                    .await
-                    .map_err(ManifestError::Discovery)?;
             }
         }
 
@@ -556,34 +556,90 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// The kind of `object` on the cluster. A kind whose CRD this manifest, or
+    /// one applied before it, has just created is waited for: the CRD until
+    /// it is `Established`, then discovery is refreshed. Objects that need no
+    /// new kind never wait for CRDs.
+    async fn resolve_kind(
+        &self,
+        object: &ObjectRef,
+        manifest: &Manifest,
+        shared: &Shared,
+    ) -> Result<Resolved, ManifestError> {
+        if let Some(resolved) = self.cluster.resolve(object) {
+            return Ok(resolved);
+        }
+        let provider = shared
+            .providers
+            .get(&(object.group.clone(), object.kind.clone()));
+        if let Some(provider) = provider {
+            let applied = provider.manifest == manifest.name
+                || shared
+                    .applied
+                    .lock()
+                    .expect("applied lock")
+                    .contains(&provider.manifest);
+            if applied && self.settings.mode == Mode::Apply {
+                self.await_established(&provider.crd).await?;
+                self.cluster
+                    .refresh()
+                    .await
+                    .map_err(ManifestError::Discovery)?;
+                if let Some(resolved) = self.cluster.resolve(object) {
+                    return Ok(resolved);
+                }
+            }
+        }
+        let hint = match provider {
+            Some(provider) if provider.manifest == manifest.name => String::new(),
+            Some(provider) => format!(
+                "\nhint: CRD for `{}` is applied by manifest `{}`; add `{}` to `dependsOn` of `{}`",
+                object.kind, provider.manifest, provider.manifest, manifest.name
+            ),
+            None => format!(
+                "\nhint: no manifest in this file provides a CRD for `{}.{}`; install it first, or add the manifest that does to `dependsOn`",
+                object.kind, object.group
+            ),
+        };
+        Err(ManifestError::UnknownKind {
+            kind: object.kind.clone(),
+            api_version: object.api_version(),
+            object: object.clone(),
+            hint,
+        })
+    }
+
+    /// Wait until CRD `name` is `Established`.
+    async fn await_established(&self, name: &str) -> Result<(), ManifestError> {
+        let crd = ObjectRef {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            namespace: None,
+            name: name.to_owned(),
+        };
+        let resolved = self
+            .cluster
+            .resolve(&crd)
+            .expect("every API server serves CRDs");
+        let watched = vec![Watched {
+            object: crd,
+            resolved,
+            last: None,
+        }];
+        wait::until_ready(self.client(), watched, CRD_TIMEOUT, &|_| {}).await?;
+        Ok(())
+    }
+
     /// Namespace defaulting and resolution against discovery.
-    fn prepare(
+    async fn prepare(
         &self,
         mut value: Value,
         manifest: &Manifest,
-        providers: &HashMap<(String, String), String>,
+        shared: &Shared,
     ) -> Result<Prepared, ManifestError> {
         let object = ObjectRef::of(&value).expect("identity checked before");
-        let Some(resolved) = self.cluster.resolve(&object) else {
-            let provider = providers.get(&(object.group.clone(), object.kind.clone()));
-            let hint = match provider {
-                Some(provider) if *provider == manifest.name => String::new(),
-                Some(provider) => format!(
-                    "\nhint: CRD for `{}` is applied by manifest `{provider}`; add `{provider}` to `dependsOn` of `{}`",
-                    object.kind, manifest.name
-                ),
-                None => format!(
-                    "\nhint: no manifest in this file provides a CRD for `{}.{}`; install it first, or add the manifest that does to `dependsOn`",
-                    object.kind, object.group
-                ),
-            };
-            return Err(ManifestError::UnknownKind {
-                kind: object.kind.clone(),
-                api_version: object.api_version(),
-                object,
-                hint,
-            });
-        };
+        let resolved = self.resolve_kind(&object, manifest, shared).await?;
         crate::plan::prepare_object(&mut value, &resolved, manifest);
         let object = ObjectRef::of(&value).expect("identity checked before");
         let hash = inventory::content_hash(&value, self.hash_key);
@@ -595,17 +651,18 @@ impl Run<'_> {
     }
 
     /// Send what changed in one phase; returns every object with its new
-    /// state entry and its live form (when known), in rendered order.
+    /// state entry, its live form (the apply response; only metadata for
+    /// unchanged objects) and what happened to it, in rendered order.
     async fn apply_phase(
         &self,
         manifest: &str,
         prepared: &[Prepared],
         prior: &HashMap<ObjectRef, &Entry>,
         counts: &mut Counts,
-    ) -> Result<Vec<(Prepared, Entry, Option<Value>)>, ManifestError> {
+    ) -> Result<Vec<Handled>, ManifestError> {
         // Which objects might be skipped: same hash as in state. One list per
         // kind and namespace tells whether they are unchanged live.
-        let mut index = LiveIndex::new(self.cluster);
+        let mut index = LiveIndex::metadata(self.cluster);
         let mut live: HashMap<ObjectRef, Value> = HashMap::new();
         for item in prepared {
             let same_intent = prior
@@ -690,7 +747,7 @@ impl Run<'_> {
                 action,
                 note: None,
             });
-            out.push((item, entry, live));
+            out.push((item, entry, live, action));
         }
         Ok(out)
     }
@@ -999,8 +1056,15 @@ pub fn owned_fields_hash(live: &Value) -> Option<String> {
     Some(inventory::content_hash(&owned, b""))
 }
 
+/// The CRD that defines a kind, and the manifest that applies it.
+#[derive(Debug, Clone)]
+struct Provider {
+    manifest: String,
+    crd: String,
+}
+
 /// Which manifest's CRDs provide each (group, kind).
-fn crd_providers(units: &[Unit<'_>]) -> HashMap<(String, String), String> {
+fn crd_providers(units: &[Unit<'_>]) -> HashMap<(String, String), Provider> {
     let mut providers = HashMap::new();
     for unit in units {
         let Ok(rendered) = &unit.rendered else {
@@ -1021,7 +1085,10 @@ fn crd_providers(units: &[Unit<'_>]) -> HashMap<(String, String), String> {
             if let (Some(group), Some(kind)) = (group, kind) {
                 providers
                     .entry((group.to_owned(), kind.to_owned()))
-                    .or_insert_with(|| unit.manifest.name.clone());
+                    .or_insert_with(|| Provider {
+                        manifest: unit.manifest.name.clone(),
+                        crd: reference.name.clone(),
+                    });
             }
         }
     }

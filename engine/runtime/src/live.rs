@@ -18,6 +18,7 @@ use crate::wait;
 /// Live objects by kind and namespace, listed on first use.
 pub struct LiveIndex<'a> {
     cluster: &'a Cluster,
+    metadata_only: bool,
     lists: HashMap<(String, Option<String>), HashMap<String, Value>>,
 }
 
@@ -30,11 +31,22 @@ impl std::fmt::Debug for LiveIndex<'_> {
 }
 
 impl<'a> LiveIndex<'a> {
-    /// An empty index on `cluster`.
+    /// An empty index of whole objects on `cluster`.
     pub fn new(cluster: &'a Cluster) -> Self {
         Self {
             cluster,
+            metadata_only: false,
             lists: HashMap::new(),
+        }
+    }
+
+    /// An empty index of object metadata only (names, annotations, managed
+    /// fields): much less to transfer and parse when the status and the
+    /// content are not needed.
+    pub fn metadata(cluster: &'a Cluster) -> Self {
+        Self {
+            metadata_only: true,
+            ..Self::new(cluster)
         }
     }
 
@@ -54,13 +66,33 @@ impl<'a> LiveIndex<'a> {
         );
         if !self.lists.contains_key(&key) {
             let api = api_for(self.cluster.client(), resolved, object.namespace.as_deref());
-            let list = api.list(&ListParams::default()).await?;
-            let mut by_name = HashMap::with_capacity(list.items.len());
-            for item in list.items {
-                let name = item.metadata.name.clone().unwrap_or_default();
-                let mut value = serde_json::to_value(&item).unwrap_or(Value::Null);
+            let items: Vec<(Option<String>, Value)> = if self.metadata_only {
+                let list = api.list_metadata(&ListParams::default()).await?;
+                list.items
+                    .into_iter()
+                    .map(|i| {
+                        (
+                            i.metadata.name.clone(),
+                            serde_json::to_value(&i).unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect()
+            } else {
+                let list = api.list(&ListParams::default()).await?;
+                list.items
+                    .into_iter()
+                    .map(|i| {
+                        (
+                            i.metadata.name.clone(),
+                            serde_json::to_value(&i).unwrap_or(Value::Null),
+                        )
+                    })
+                    .collect()
+            };
+            let mut by_name = HashMap::with_capacity(items.len());
+            for (name, mut value) in items {
                 wait::fill_type(&mut value, object);
-                by_name.insert(name, value);
+                by_name.insert(name.unwrap_or_default(), value);
             }
             self.lists.insert(key.clone(), by_name);
         }

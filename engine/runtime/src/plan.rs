@@ -107,7 +107,8 @@ pub async fn compare(
     hash_key: Option<&[u8]>,
     question: Question,
 ) -> Result<Report, PlanError> {
-    let mut live = LiveIndex::new(cluster);
+    let mut live = LiveIndex::metadata(cluster);
+    // Requests beyond the lists: full reads and dry runs of changed objects.
     let mut dry_runs = 0;
     let mut report = Report::default();
     let key = hash_key.unwrap_or(b"");
@@ -202,6 +203,25 @@ pub async fn compare(
                 continue;
             }
             let api = api_for(cluster.client(), &resolved, object.namespace.as_deref());
+            // The index holds metadata only; a changed object's diff needs all of it.
+            let current = match current {
+                None => None,
+                Some(_) => {
+                    dry_runs += 1;
+                    let full =
+                        api.get_opt(&object.name)
+                            .await
+                            .map_err(|source| PlanError::Request {
+                                what: format!("cannot read {object}"),
+                                source,
+                            })?;
+                    full.map(|o| {
+                        let mut value = serde_json::to_value(&o).unwrap_or(Value::Null);
+                        wait::fill_type(&mut value, &object);
+                        value
+                    })
+                }
+            };
             let mut params = PatchParams::apply(FIELD_MANAGER);
             params.dry_run = true;
             dry_runs += 1;
