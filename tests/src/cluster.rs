@@ -434,34 +434,13 @@ impl Cluster {
         self.assets.path(tool)
     }
 
-    fn boot(&mut self, pki: &pki::PkiFiles, stages: &Path, nodes: usize) -> anyhow::Result<()> {
+    /// Starts kube-apiserver (as component `name`) and waits until `/readyz`.
+    fn start_apiserver(&mut self, pki: &pki::PkiFiles, name: &str) -> anyhow::Result<()> {
         let p = self.ports;
         let dir = self.dir.clone();
-        let kubeconfig = self.kubeconfig.clone();
         let logs = self.log_dir();
         let path = |p: &Path| p.display().to_string();
-
-        // etcd
-        let peer = format!("http://127.0.0.1:{}", p.etcd_peer);
         let client = format!("http://127.0.0.1:{}", p.etcd_client);
-        let mut etcd = Command::new(self.assets.path(Tool::Etcd));
-        etcd.arg("--name=node0")
-            .arg(format!("--data-dir={}", path(&dir.join("etcd"))))
-            .arg(format!("--listen-client-urls={client}"))
-            .arg(format!("--advertise-client-urls={client}"))
-            .arg(format!("--listen-peer-urls={peer}"))
-            .arg(format!("--initial-advertise-peer-urls={peer}"))
-            .arg(format!("--initial-cluster=node0={peer}"))
-            .arg("--initial-cluster-state=new")
-            .arg("--auto-compaction-retention=1")
-            .arg("--unsafe-no-fsync=true")
-            .arg("--log-level=warn");
-        self.spawn("etcd", etcd, &logs)?;
-        self.wait("etcd", ETCD_TIMEOUT, |_| {
-            Ok(http_get(p.etcd_client, "/health")?.contains("\"health\":\"true\""))
-        })?;
-
-        // kube-apiserver
         // An audit log of every request, so tests and benchmarks can count
         // what a client sent by its user agent, independently of the client.
         let policy = dir.join("audit-policy.yaml");
@@ -495,11 +474,64 @@ impl Cluster {
             // The `kubernetes` Endpoints would need a non-loopback advertise address.
             .arg("--endpoint-reconciler-type=none")
             .arg("--profiling=false");
-        self.spawn("kube-apiserver", apiserver, &logs)?;
-        self.wait("kube-apiserver", APISERVER_TIMEOUT, |c| {
+        self.spawn(name, apiserver, &logs)?;
+        self.wait(name, APISERVER_TIMEOUT, |c| {
             let out = c.kubectl().args(["get", "--raw", "/readyz"]).output()?;
             Ok(out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok")
         })?;
+        Ok(())
+    }
+
+    /// Kills kube-apiserver, as a crash would, leaving etcd and the other
+    /// components running. Requests fail until [`Cluster::start_apiserver_again`].
+    pub fn kill_apiserver(&mut self) {
+        for process in self
+            .components
+            .iter_mut()
+            .filter(|p| p.name().starts_with("kube-apiserver"))
+        {
+            process.kill();
+        }
+        self.components
+            .retain(|p| !p.name().starts_with("kube-apiserver"));
+    }
+
+    /// Starts kube-apiserver again on the same port, certificates and etcd,
+    /// and waits until it is ready. Its log is `kube-apiserver-restarted.log`.
+    pub fn start_apiserver_again(&mut self) -> anyhow::Result<()> {
+        let pki = pki::PkiFiles::at(&self.dir.join("pki"));
+        self.start_apiserver(&pki, "kube-apiserver-restarted")
+    }
+
+    fn boot(&mut self, pki: &pki::PkiFiles, stages: &Path, nodes: usize) -> anyhow::Result<()> {
+        let p = self.ports;
+        let dir = self.dir.clone();
+        let kubeconfig = self.kubeconfig.clone();
+        let logs = self.log_dir();
+        let path = |p: &Path| p.display().to_string();
+
+        // etcd
+        let peer = format!("http://127.0.0.1:{}", p.etcd_peer);
+        let client = format!("http://127.0.0.1:{}", p.etcd_client);
+        let mut etcd = Command::new(self.assets.path(Tool::Etcd));
+        etcd.arg("--name=node0")
+            .arg(format!("--data-dir={}", path(&dir.join("etcd"))))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=node0={peer}"))
+            .arg("--initial-cluster-state=new")
+            .arg("--auto-compaction-retention=1")
+            .arg("--unsafe-no-fsync=true")
+            .arg("--log-level=warn");
+        self.spawn("etcd", etcd, &logs)?;
+        self.wait("etcd", ETCD_TIMEOUT, |_| {
+            Ok(http_get(p.etcd_client, "/health")?.contains("\"health\":\"true\""))
+        })?;
+
+        // kube-apiserver
+        self.start_apiserver(pki, "kube-apiserver")?;
 
         // kube-controller-manager, kube-scheduler and kwok start side by side.
         let always_allow = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics";

@@ -195,6 +195,14 @@ impl TestCluster {
         matches!(self, TestCluster::External { .. })
     }
 
+    /// The harness cluster, mutably (to kill and restart components).
+    pub fn own_mut(&mut self) -> Option<&mut Cluster> {
+        match self {
+            TestCluster::Own(cluster) => Some(cluster),
+            TestCluster::External { .. } => None,
+        }
+    }
+
     /// The harness cluster, if this is one (`None` for a developer's cluster).
     pub fn own(&self) -> Option<&Cluster> {
         match self {

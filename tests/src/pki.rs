@@ -25,6 +25,21 @@ pub(crate) struct PkiFiles {
     pub sa_pub: PathBuf,
 }
 
+impl PkiFiles {
+    /// The files [`generate`] writes into `dir`.
+    pub(crate) fn at(dir: &Path) -> PkiFiles {
+        PkiFiles {
+            ca_cert: dir.join("ca.crt"),
+            serving_cert: dir.join("serving.crt"),
+            serving_key: dir.join("serving.key"),
+            admin_cert: dir.join("admin.crt"),
+            admin_key: dir.join("admin.key"),
+            sa_key: dir.join("sa.key"),
+            sa_pub: dir.join("sa.pub"),
+        }
+    }
+}
+
 /// Writes a new CA, serving and admin certificates and a service-account key into `dir`.
 pub(crate) fn generate(dir: &Path) -> anyhow::Result<PkiFiles> {
     fs::create_dir_all(dir).with_context(|| format!("creating `{}`", dir.display()))?;
@@ -80,15 +95,7 @@ pub(crate) fn generate(dir: &Path) -> anyhow::Result<PkiFiles> {
 
     let sa_key = KeyPair::generate()?;
 
-    let files = PkiFiles {
-        ca_cert: dir.join("ca.crt"),
-        serving_cert: dir.join("serving.crt"),
-        serving_key: dir.join("serving.key"),
-        admin_cert: dir.join("admin.crt"),
-        admin_key: dir.join("admin.key"),
-        sa_key: dir.join("sa.key"),
-        sa_pub: dir.join("sa.pub"),
-    };
+    let files = PkiFiles::at(dir);
     write(&files.ca_cert, &ca_cert.pem())?;
     write(&files.serving_cert, &serving_cert.pem())?;
     write(&files.serving_key, &serving_key.serialize_pem())?;

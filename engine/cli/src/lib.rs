@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::{
     apply, build, check, completions, destroy, init, plan, plugin, schema, state, status, tags,
-    version,
+    verify, version,
 };
 use crate::settings::{GlobalArgs, GlobalSettings};
 
@@ -59,6 +59,7 @@ enum Command {
     #[command(subcommand)]
     State(state::State),
     Destroy(destroy::Destroy),
+    Verify(verify::Verify),
     Tags(tags::Tags),
     #[command(subcommand)]
     Plugin(plugin::Plugin),
@@ -89,6 +90,7 @@ pub fn run() -> ExitCode {
         Command::Status(cmd) => cmd.run(&settings),
         Command::State(cmd) => cmd.run(&settings),
         Command::Destroy(cmd) => cmd.run(&settings),
+        Command::Verify(cmd) => cmd.run(&settings),
         Command::Tags(cmd) => cmd.run(&settings),
         Command::Plugin(cmd) => cmd.run(&settings),
         Command::Schema(cmd) => cmd.run(&settings),

@@ -471,3 +471,246 @@ fn two_concurrent_applies_serialise_on_the_lease_and_leave_one_consistent_state(
         "the lock was released"
     );
 }
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.tazuna.dev
+spec:
+  group: example.tazuna.dev
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+";
+
+const WIDGET: &str = "apiVersion: example.tazuna.dev/v1
+kind: Widget
+metadata:
+  name: gear
+spec:
+  size: 3
+";
+
+#[test]
+fn a_crd_and_its_custom_resource_in_one_manifest_apply_and_a_missing_dependency_is_named() {
+    let Some(cluster) = TestCluster::start("apply-crd") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("src")).unwrap();
+    std::fs::write(dir.path().join("src/crd.yaml"), CRD).unwrap();
+    std::fs::write(dir.path().join("src/widget.yaml"), WIDGET).unwrap();
+
+    // A Widget in a manifest that forgot `dependsOn` on the CRD's manifest:
+    // sequential order is declared the other way round, so the kind is unknown.
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: widgets\n      type: manifests\n      path: src/widget.yaml\n      namespace: default\n    - name: definitions\n      type: manifests\n      path: src/crd.yaml\n",
+    )
+    .unwrap();
+    let refused = output(tazuna(&cluster, dir.path()).arg("apply"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let stdout = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        stdout.contains("unknown kind `Widget`")
+            && stdout.contains("hint: CRD for `Widget` is applied by manifest `definitions`; add `definitions` to `dependsOn` of `widgets`"),
+        "{}",
+        text(&refused)
+    );
+    assert!(
+        !exists(&cluster, &["crd", "widgets.example.tazuna.dev"]),
+        "a later manifest ran after a failure"
+    );
+
+    // The CRD and the Widget in one manifest: the CRD goes first, is waited
+    // for, and the Widget follows.
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: widgets\n      type: manifests\n      path: src\n      namespace: default\n",
+    )
+    .unwrap();
+    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    let widget = kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "widgets.example.tazuna.dev", "gear"],
+    );
+    assert_eq!(widget["spec"]["size"], 3, "{widget}");
+}
+
+#[test]
+fn killing_the_apiserver_mid_apply_and_rerunning_converges() {
+    let Some(mut cluster) = TestCluster::start("apply-crash") else {
+        return;
+    };
+    if cluster.is_external() {
+        eprintln!("skipped: needs a harness cluster whose API server can be killed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut objects = String::from("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: crash\n");
+    for i in 0..1500 {
+        objects.push_str(&format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c-{i:04}\n  namespace: crash\ndata:\n  i: \"{i}\"\n"
+        ));
+    }
+    std::fs::write(dir.path().join("objects.yaml"), objects).unwrap();
+    small_file(dir.path(), "[]");
+    let config = std::fs::read_to_string(dir.path().join("tazuna.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        format!("{config}    - name: bulk\n      type: manifests\n      path: objects.yaml\n      wait: false\n"),
+    )
+    .unwrap();
+
+    let child = tazuna(&cluster, dir.path())
+        .arg("apply")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill the API server once some, not all, of the ConfigMaps are in.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let out =
+            output(
+                cluster
+                    .kubectl()
+                    .args(["-n", "crash", "get", "configmaps", "-o", "name"]),
+            );
+        let count = String::from_utf8_lossy(&out.stdout).lines().count();
+        if count > 50 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the apply never got going"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cluster.own_mut().unwrap().kill_apiserver();
+    let crashed = child.wait_with_output().unwrap();
+    assert!(
+        !crashed.status.success(),
+        "the apply survived its API server: {}",
+        text(&crashed)
+    );
+    cluster.own_mut().unwrap().start_apiserver_again().unwrap();
+
+    // The crashed run's lock is taken over (its process is gone), and the
+    // rerun converges.
+    succeed(tazuna(&cluster, dir.path()).args(["apply", "--lock-timeout", "0"]));
+    let out = succeed(
+        cluster
+            .kubectl()
+            .args(["-n", "crash", "get", "configmaps", "-o", "name"]),
+    );
+    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with("configmap/c-"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(names.len(), 1500);
+    let state = state_objects(&cluster);
+    let items = state["items"].as_array().unwrap();
+    assert_eq!(
+        items.len(),
+        2,
+        "one state per manifest, no duplicates: {state}"
+    );
+    let bulk = items
+        .iter()
+        .find(|i| i["metadata"]["name"] == "tazuna-manifest-bulk")
+        .expect("the bulk manifest's state");
+    // 1,501 entries are stored compressed.
+    let compressed = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        bulk["binaryData"]["state.json.gz"]
+            .as_str()
+            .expect("a compressed state"),
+    )
+    .unwrap();
+    let mut json = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(compressed.as_slice()),
+        &mut json,
+    )
+    .unwrap();
+    let recorded: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        recorded["objects"].as_array().unwrap().len(),
+        1501,
+        "every object once in state"
+    );
+    let again = succeed(tazuna(&cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+    assert!(again.status.success());
+}
+
+fn verify_dirs() -> usize {
+    std::fs::read_dir(std::env::temp_dir().join("tazuna-testkit"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("tazuna-verify"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn verify_applies_the_quickstart_to_a_throwaway_control_plane_and_fails_on_a_failing_test() {
+    if tazuna_testkit::e2e::tools(&tazuna_testkit::Tool::CONTROL_PLANE).is_none() {
+        return;
+    }
+    let (_keep, dir) = quickstart_copy();
+    let file = dir.join("tazuna.yaml");
+    let config = std::fs::read_to_string(&file).unwrap();
+    // A context rule no throwaway cluster matches: verify must not need it.
+    let config = config.replacen("spec:\n", "spec:\n  context_matches: ['^production$']\n", 1);
+    let with_test = |condition: &str| {
+        format!(
+            "{config}  tests:\n    - type: WaitUntil\n      timeoutSeconds: 20\n      waitUntil:\n        resource:\n          apiVersion: apps/v1\n          kind: Deployment\n        namespace: argocd\n        name: argocd-server\n        condition: \"{condition}\"\n"
+        )
+    };
+    let run = |config: String| {
+        std::fs::write(&file, config).unwrap();
+        let mut verify = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        verify.current_dir(&dir).env("NO_COLOR", "1").arg("verify");
+        output(&mut verify)
+    };
+    let before = verify_dirs();
+
+    let passed = run(with_test(
+        "object.status.conditions.exists(c, c.type == 'Available' && c.status == 'True')",
+    ));
+    assert!(passed.status.success(), "{}", text(&passed));
+    assert!(
+        String::from_utf8_lossy(&passed.stderr).contains("verify: passed"),
+        "{}",
+        text(&passed)
+    );
+
+    let failed = run(with_test("object.spec.replicas == 42"));
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert!(
+        String::from_utf8_lossy(&failed.stdout).contains("timed out"),
+        "{}",
+        text(&failed)
+    );
+
+    assert_eq!(
+        verify_dirs(),
+        before,
+        "a throwaway control plane was left behind"
+    );
+    assert!(
+        !dir.join("tazuna.lock").exists(),
+        "verify bound the file to its throwaway cluster"
+    );
+}

@@ -30,9 +30,9 @@ use crate::render::Rendered;
 use crate::state::{Entry, ManifestState, PluginRecord, Store, Stored};
 use crate::wait::{self, Watched};
 
-/// One object after its phase: what was sent, its state entry, its live form
-/// and what happened to it.
-type Handled = (Prepared, Entry, Option<Value>, Action);
+/// One object after its phase: its state entry, and the apply response when
+/// it was sent.
+type Handled = (Entry, Option<Value>);
 
 /// The field manager Tazuna applies as.
 pub const FIELD_MANAGER: &str = "tazuna";
@@ -447,15 +447,17 @@ impl Run<'_> {
             .map(|p| p.state.objects.iter().map(|e| (e.object(), e)).collect())
             .unwrap_or_default();
 
-        let values: Vec<Value> = rendered.objects.iter().map(|o| o.value.clone()).collect();
-        let order = inventory::apply_order(&values);
-        let mut phases: BTreeMap<Phase, Vec<Value>> = BTreeMap::new();
-        for index in order {
-            let value = values[index].clone();
-            let Some(object) = ObjectRef::of(&value) else {
+        // Group by phase, keeping the rendered order within each; objects are
+        // copied once, when prepared.
+        let mut phases: BTreeMap<Phase, Vec<&Value>> = BTreeMap::new();
+        for (index, rendered_object) in rendered.objects.iter().enumerate() {
+            let Some(object) = ObjectRef::of(&rendered_object.value) else {
                 return Err(ManifestError::Anonymous { index: index + 1 });
             };
-            phases.entry(Phase::of(&object)).or_default().push(value);
+            phases
+                .entry(Phase::of(&object))
+                .or_default()
+                .push(&rendered_object.value);
         }
 
         let mut entries: Vec<Entry> = Vec::new();
@@ -463,21 +465,25 @@ impl Run<'_> {
         for objects in phases.into_values() {
             let mut prepared = Vec::with_capacity(objects.len());
             for value in objects {
-                prepared.push(self.prepare(value, manifest, shared).await?);
+                prepared.push(self.prepare(value.clone(), manifest, shared).await?);
             }
-            let handled = self.apply_phase(name, &prepared, &prior, counts).await?;
-            for (item, entry, live, action) in handled {
-                // Unchanged objects were ready when their state was written
-                // and were not touched since; `tazuna status` shows them now.
-                if action != Action::Unchanged {
+            let handled = self.apply_phase(name, prepared, &prior, counts).await?;
+            for (entry, sent) in handled {
+                // Only what was sent and can be not ready is waited for.
+                // Unchanged objects were ready when their state was written and
+                // were not touched since; `tazuna status` shows them now.
+                if let Some(applied) = sent
+                    && tazuna_core::readiness::has_rule(&applied)
+                {
+                    let object = entry.object();
                     let resolved = self
                         .cluster
-                        .resolve(&item.object)
+                        .resolve(&object)
                         .expect("resolved before sending");
                     watched.push(Watched {
-                        object: item.object.clone(),
+                        object,
                         resolved,
-                        last: live,
+                        last: Some(applied),
                     });
                 }
                 entries.push(entry);
@@ -488,10 +494,7 @@ impl Run<'_> {
             return Ok(());
         }
         if let Wait::On { timeout } = manifest.wait {
-            let waiting: Vec<Watched> = watched
-                .into_iter()
-                .filter(|w| w.last.as_ref().is_none_or(tazuna_core::readiness::has_rule))
-                .collect();
+            let waiting = watched;
             self.observer.event(Event::Waiting {
                 manifest: name.to_owned(),
                 objects: waiting.len(),
@@ -650,87 +653,70 @@ impl Run<'_> {
         })
     }
 
-    /// Send what changed in one phase; returns every object with its new
-    /// state entry, its live form (the apply response; only metadata for
-    /// unchanged objects) and what happened to it, in rendered order.
+    /// Send what changed in one phase; returns every object's new state entry,
+    /// with the apply response for those that were sent, in rendered order.
     async fn apply_phase(
         &self,
         manifest: &str,
-        prepared: &[Prepared],
+        prepared: Vec<Prepared>,
         prior: &HashMap<ObjectRef, &Entry>,
         counts: &mut Counts,
     ) -> Result<Vec<Handled>, ManifestError> {
         // Which objects might be skipped: same hash as in state. One list per
-        // kind and namespace tells whether they are unchanged live.
+        // kind and namespace (metadata only) tells whether the fields Tazuna
+        // owns are unchanged live.
         let mut index = LiveIndex::metadata(self.cluster);
-        let mut live: HashMap<ObjectRef, Value> = HashMap::new();
-        for item in prepared {
-            let same_intent = prior
-                .get(&item.object)
-                .is_some_and(|e| e.hash == item.hash && e.fields.is_some());
-            if !same_intent {
-                continue;
-            }
-            let resolved = self
-                .cluster
-                .resolve(&item.object)
-                .expect("resolved in prepare");
-            let current =
-                index
-                    .get(&item.object, &resolved)
-                    .await
-                    .map_err(|e| ManifestError::Rejected {
-                        object: item.object.clone(),
-                        message: format!("cannot list its kind: {}", status_message(&e)),
-                    })?;
-            if let Some(current) = current {
-                live.insert(item.object.clone(), current.clone());
-            }
-        }
-
-        let mut results: Vec<Option<Handled>> = vec![None; prepared.len()];
+        let mut results: Vec<Option<(Handled, Action)>> = vec![None; prepared.len()];
         let mut to_send = Vec::new();
-        for (index, item) in prepared.iter().enumerate() {
+        for (position, item) in prepared.into_iter().enumerate() {
             let before = prior.get(&item.object);
-            if let (Some(entry), Some(current)) = (before, live.get(&item.object))
+            if let Some(entry) = before
                 && entry.hash == item.hash
                 && entry.fields.is_some()
-                && owned_fields_hash(current) == entry.fields
             {
-                results[index] = Some((
-                    item.clone(),
-                    (*entry).clone(),
-                    Some(current.clone()),
-                    Action::Unchanged,
-                ));
-                continue;
+                let resolved = self
+                    .cluster
+                    .resolve(&item.object)
+                    .expect("resolved in prepare");
+                let current = index.get(&item.object, &resolved).await.map_err(|e| {
+                    ManifestError::Rejected {
+                        object: item.object.clone(),
+                        message: format!("cannot list its kind: {}", status_message(&e)),
+                    }
+                })?;
+                if current.and_then(owned_fields_hash) == entry.fields {
+                    results[position] = Some((((*entry).clone(), None), Action::Unchanged));
+                    continue;
+                }
             }
             let action = if before.is_some() {
                 Action::Configured
             } else {
                 Action::Created
             };
-            to_send.push((index, item, action));
+            to_send.push((position, item, action));
         }
 
-        let sends =
-            futures::stream::iter(to_send.into_iter().map(|(index, item, action)| async move {
-                (index, item, action, self.send(item).await)
-            }))
-            .buffer_unordered(self.settings.requests_at_once.max(1))
-            .collect::<Vec<_>>()
-            .await;
+        let sends = futures::stream::iter(to_send.into_iter().map(
+            |(position, item, action)| async move {
+                let result = self.send(&item).await;
+                (position, item, action, result)
+            },
+        ))
+        .buffer_unordered(self.settings.requests_at_once.max(1))
+        .collect::<Vec<_>>()
+        .await;
         let mut first_error = None;
-        for (index, item, action, result) in sends {
+        for (position, item, action, result) in sends {
             match result {
                 Ok(applied) => {
                     let fields = owned_fields_hash(&applied);
-                    let entry = Entry::new(&item.object, item.hash.clone(), fields);
-                    results[index] = Some((item.clone(), entry, Some(applied), action));
+                    let entry = Entry::new(&item.object, item.hash, fields);
+                    results[position] = Some(((entry, Some(applied)), action));
                 }
                 Err(error) => {
-                    if first_error.as_ref().is_none_or(|(i, _)| index < *i) {
-                        first_error = Some((index, error));
+                    if first_error.as_ref().is_none_or(|(i, _)| position < *i) {
+                        first_error = Some((position, error));
                     }
                 }
             }
@@ -738,16 +724,16 @@ impl Run<'_> {
         if let Some((_, error)) = first_error {
             return Err(error);
         }
-        let mut out = Vec::with_capacity(prepared.len());
-        for (item, entry, live, action) in results.into_iter().flatten() {
+        let mut out = Vec::with_capacity(results.len());
+        for (handled, action) in results.into_iter().flatten() {
             counts.add(action);
             self.observer.event(Event::Object {
                 manifest: manifest.to_owned(),
-                object: item.object.clone(),
+                object: handled.0.object(),
                 action,
                 note: None,
             });
-            out.push((item, entry, live, action));
+            out.push(handled);
         }
         Ok(out)
     }

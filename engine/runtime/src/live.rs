@@ -40,9 +40,9 @@ impl<'a> LiveIndex<'a> {
         }
     }
 
-    /// An empty index of object metadata only (names, annotations, managed
-    /// fields): much less to transfer and parse when the status and the
-    /// content are not needed.
+    /// An empty index of object metadata only: names, annotations and the
+    /// fields Tazuna owns. Much less to transfer and keep when the status and
+    /// the content are not needed.
     pub fn metadata(cluster: &'a Cluster) -> Self {
         Self {
             metadata_only: true,
@@ -70,12 +70,7 @@ impl<'a> LiveIndex<'a> {
                 let list = api.list_metadata(&ListParams::default()).await?;
                 list.items
                     .into_iter()
-                    .map(|i| {
-                        (
-                            i.metadata.name.clone(),
-                            serde_json::to_value(&i).unwrap_or(Value::Null),
-                        )
-                    })
+                    .map(|i| (i.metadata.name.clone(), slim(i.metadata)))
                     .collect()
             } else {
                 let list = api.list(&ListParams::default()).await?;
@@ -103,4 +98,23 @@ impl<'a> LiveIndex<'a> {
     pub fn requests(&self) -> usize {
         self.lists.len()
     }
+}
+
+/// What a metadata-only index keeps of an object: its name, annotations and
+/// the managed-fields entry of Tazuna's field manager. At 10,000 objects the
+/// rest of the metadata would be most of the memory.
+fn slim(metadata: kube::api::ObjectMeta) -> Value {
+    let ours: Vec<_> = metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f.manager.as_deref() == Some(crate::apply::FIELD_MANAGER))
+        .collect();
+    serde_json::json!({
+        "metadata": {
+            "name": metadata.name,
+            "annotations": metadata.annotations,
+            "managedFields": ours,
+        }
+    })
 }

@@ -181,7 +181,7 @@ impl StateError {
     pub fn hint(&self) -> Option<String> {
         match self {
             Self::Conflict { .. } => Some("another run may be working on this cluster; rerun once it is done, and the state converges".into()),
-            Self::Locked { .. } => Some("wait for it to finish, or pass `--lock-timeout <seconds>` to wait longer; a crashed run's lock expires 60 s after its last renewal".into()),
+            Self::Locked { .. } => Some("wait for it to finish, or pass `--lock-timeout <seconds>` to wait longer; a crashed run's lock expires 60 s after its last renewal (at once for a run on this host)".into()),
             Self::Damaged { name, .. } => Some(format!("inspect it with `kubectl -n tazuna get configmap {name} -o yaml`; deleting it makes Tazuna forget that manifest's objects")),
             Self::Request { .. } => None,
         }
@@ -491,7 +491,8 @@ impl Store {
                 let held_by = spec.holder_identity.clone().unwrap_or_default();
                 let renewed = spec.renew_time.as_ref().map(|t| t.0);
                 let duration = i64::from(spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS));
-                let expired = renewed.is_none_or(|r| now.as_second() - r.as_second() > duration);
+                let expired = renewed.is_none_or(|r| now.as_second() - r.as_second() > duration)
+                    || crashed_here(&held_by);
                 if !held_by.is_empty() && held_by != holder && !expired {
                     return Ok(Some(StateError::Locked {
                         holder: held_by,
@@ -514,6 +515,49 @@ impl Store {
 }
 
 const LEASE_SECONDS: i32 = 60;
+
+/// Who takes the lock: `user@host pid N (time)`, so that another run can say
+/// who holds it, and a run on the same host can tell that its holder died.
+pub fn holder_identity() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "someone".into());
+    format!(
+        "{user}@{} pid {} ({})",
+        host_name(),
+        std::process::id(),
+        jiff::Timestamp::now()
+            .round(jiff::Unit::Second)
+            .unwrap_or(jiff::Timestamp::now())
+    )
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "unknown-host".into())
+}
+
+/// Whether `holder` was a run on this host whose process is gone (it crashed
+/// or was killed): its lock need not wait out the lease.
+fn crashed_here(holder: &str) -> bool {
+    let Some((_, rest)) = holder.split_once('@') else {
+        return false;
+    };
+    let Some((host, rest)) = rest.split_once(" pid ") else {
+        return false;
+    };
+    let Some(pid) = rest
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    let proc = std::path::Path::new("/proc");
+    host == host_name() && proc.is_dir() && !proc.join(pid.to_string()).exists()
+}
 
 /// The cluster's lock, renewed in the background until released.
 #[derive(Debug)]
@@ -741,6 +785,18 @@ mod tests {
             bytes.len()
         );
         assert_eq!(decode(&big).unwrap(), state(10_000));
+    }
+
+    #[test]
+    fn a_dead_holder_on_this_host_is_recognised() {
+        let alive = holder_identity();
+        assert!(!crashed_here(&alive), "this process is alive: {alive}");
+        let dead = format!("someone@{} pid 4000000 (2026-11-30T00:00:00Z)", host_name());
+        assert!(crashed_here(&dead));
+        assert!(!crashed_here(
+            "someone@another-host pid 4000000 (2026-11-30T00:00:00Z)"
+        ));
+        assert!(!crashed_here("another run"));
     }
 
     #[test]

@@ -73,18 +73,38 @@ pub struct Apply {
 impl Apply {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        super::runtime()?.block_on(self.run_async(settings))
-    }
-
-    async fn run_async(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let config = super::load_config(settings)?;
-        let selected = config.select(&settings.tags)?;
-        let rebind = if self.rebind {
+        let access = Access::Write(if self.rebind {
             Rebind::Rebind
         } else {
             Rebind::Refuse
-        };
-        let cluster = cluster::connect(settings, &config, Access::Write(rebind)).await?;
+        });
+        super::runtime()?.block_on(self.execute(settings, access))
+    }
+
+    /// A plain apply with the defaults of every flag (for `tazuna verify`).
+    pub fn defaults() -> Self {
+        Self {
+            prune: false,
+            prune_dangerous: false,
+            dry_run: false,
+            force_conflicts: false,
+            recreate: false,
+            rebind: false,
+            lock_timeout: 60,
+            concurrency: 4,
+            requests: 32,
+        }
+    }
+
+    /// Apply to the cluster `settings` point at, with the guard `access` asks for.
+    pub async fn execute(
+        self,
+        settings: &GlobalSettings,
+        access: Access,
+    ) -> anyhow::Result<ExitCode> {
+        let config = super::load_config(settings)?;
+        let selected = config.select(&settings.tags)?;
+        let cluster = cluster::connect(settings, &config, access).await?;
         let rendered = {
             let selected = selected.clone();
             tokio::task::block_in_place(|| cluster::render(settings, &config, &selected, &cluster))?
@@ -243,20 +263,7 @@ use tazuna_engine::apply::Observer as _;
 
 /// Who holds the lock, for the message another run shows.
 pub fn holder() -> String {
-    let user = std::env::var("USER").unwrap_or_else(|_| "someone".into());
-    let host = std::fs::read_to_string("/etc/hostname")
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "unknown-host".into());
-    format!(
-        "{user}@{host} pid {} ({})",
-        std::process::id(),
-        jiff::Timestamp::now()
-            .round(jiff::Unit::Second)
-            .unwrap_or(jiff::Timestamp::now())
-    )
+    tazuna_engine::state::holder_identity()
 }
 
 /// A state error with its hint.

@@ -22,6 +22,9 @@ use crate::settings::GlobalSettings;
 pub enum Access {
     /// Reads only.
     Read,
+    /// Writes to a throwaway control plane `tazuna verify` started: the file's
+    /// context rules and cluster binding are about real clusters, not this one.
+    Throwaway,
     /// Writes; records the cluster binding on first use.
     Write(Rebind),
 }
@@ -42,6 +45,13 @@ pub async fn connect(
         lock_path: lock_path.clone(),
     };
     let context = cluster::context_name(&settings.connect).map_err(cluster_error)?;
+    if access == Access::Throwaway {
+        let mut options = settings.connect.clone();
+        options.context = Some(context);
+        let cluster = Cluster::connect(&options).await.map_err(cluster_error)?;
+        eprintln!("target: {} (throwaway)", cluster.target());
+        return Ok(cluster);
+    }
     guard
         .check_context(&context)
         .map_err(|e| anyhow!("{e}\nhint: {}", e.hint()))?;
@@ -50,7 +60,7 @@ pub async fn connect(
     let cluster = Cluster::connect(&options).await.map_err(cluster_error)?;
     let mut lock = Lockfile::load(&lock_path)?;
     let rebind = match access {
-        Access::Read => Rebind::Refuse,
+        Access::Read | Access::Throwaway => Rebind::Refuse,
         Access::Write(rebind) => rebind,
     };
     let binding = guard

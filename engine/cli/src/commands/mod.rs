@@ -14,6 +14,7 @@ pub mod schema;
 pub mod state;
 pub mod status;
 pub mod tags;
+pub mod verify;
 pub mod version;
 
 use tazuna_core::config::{self, Config, LoadOptions, Manifest};
