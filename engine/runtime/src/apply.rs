@@ -447,22 +447,39 @@ impl Run<'_> {
             .map(|p| p.state.objects.iter().map(|e| (e.object(), e)).collect())
             .unwrap_or_default();
 
-        // Group by phase, keeping the rendered order within each; objects are
-        // copied once, when prepared.
-        let mut phases: BTreeMap<Phase, Vec<&Value>> = BTreeMap::new();
+        // Three steps, each keeping the rendered order; objects are copied
+        // once, when prepared:
+        // 1. Namespaces, which namespaced objects need;
+        // 2. this manifest's CRDs, together with every object whose kind they
+        //    do not define (built-in kinds need no CRD, and kinds from other
+        //    manifests' CRDs are there already);
+        // 3. custom resources of this manifest's CRDs, once those are
+        //    established, so that no object meets an old schema.
+        let defined_here: HashSet<(&str, &str)> = rendered
+            .objects
+            .iter()
+            .filter_map(|o| defined_kind(&o.value))
+            .collect();
+        let mut steps: [Vec<&Value>; 3] = Default::default();
         for (index, rendered_object) in rendered.objects.iter().enumerate() {
             let Some(object) = ObjectRef::of(&rendered_object.value) else {
                 return Err(ManifestError::Anonymous { index: index + 1 });
             };
-            phases
-                .entry(Phase::of(&object))
-                .or_default()
-                .push(&rendered_object.value);
+            let step = match Phase::of(&object) {
+                Phase::Namespaces => 0,
+                Phase::Objects
+                    if defined_here.contains(&(object.group.as_str(), object.kind.as_str())) =>
+                {
+                    2
+                }
+                Phase::Definitions | Phase::Objects => 1,
+            };
+            steps[step].push(&rendered_object.value);
         }
 
         let mut entries: Vec<Entry> = Vec::new();
         let mut watched: Vec<Watched> = Vec::new();
-        for objects in phases.into_values() {
+        for objects in steps {
             let mut prepared = Vec::with_capacity(objects.len());
             for value in objects {
                 prepared.push(self.prepare(value.clone(), manifest, shared).await?);
@@ -1060,15 +1077,7 @@ fn crd_providers(units: &[Unit<'_>]) -> HashMap<(String, String), Provider> {
             let Some(reference) = ObjectRef::of(&object.value) else {
                 continue;
             };
-            if Phase::of(&reference) != Phase::Definitions {
-                continue;
-            }
-            let group = object.value.pointer("/spec/group").and_then(Value::as_str);
-            let kind = object
-                .value
-                .pointer("/spec/names/kind")
-                .and_then(Value::as_str);
-            if let (Some(group), Some(kind)) = (group, kind) {
+            if let Some((group, kind)) = defined_kind(&object.value) {
                 providers
                     .entry((group.to_owned(), kind.to_owned()))
                     .or_insert_with(|| Provider {
@@ -1079,6 +1088,17 @@ fn crd_providers(units: &[Unit<'_>]) -> HashMap<(String, String), Provider> {
         }
     }
     providers
+}
+
+/// The (group, kind) a CRD defines; `None` for anything else.
+fn defined_kind(object: &Value) -> Option<(&str, &str)> {
+    let reference = ObjectRef::of(object)?;
+    if Phase::of(&reference) != Phase::Definitions {
+        return None;
+    }
+    let group = object.pointer("/spec/group")?.as_str()?;
+    let kind = object.pointer("/spec/names/kind")?.as_str()?;
+    Some((group, kind))
 }
 
 /// Whether two states record the same thing (the time aside).
