@@ -141,13 +141,82 @@ pub fn git_commit(config: &Config) -> Option<String> {
         .filter(|c| !c.is_empty())
 }
 
-/// Progress as plain lines (text) or JSON lines (`-o json`) on stdout.
+/// Progress on stdout, from the engine's events: a live view redrawn in place
+/// on a terminal, plain lines otherwise, JSON lines with `-o json`.
 pub struct Progress {
     format: OutputFormat,
     color: Color,
     started: Instant,
     verb: &'static str,
     out: Mutex<()>,
+    /// On a terminal: the block of running manifests, redrawn in place.
+    live: Option<Mutex<LiveView>>,
+}
+
+/// The live view on a terminal: one line per running manifest with its
+/// counts, redrawn in place below the lines that are final.
+#[derive(Default)]
+struct LiveView {
+    layer: String,
+    running: std::collections::BTreeMap<String, Running>,
+    drawn: usize,
+    last_draw: Option<Instant>,
+}
+
+struct Running {
+    objects: usize,
+    handled: usize,
+    waiting: usize,
+    ready: usize,
+    started: Instant,
+}
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+
+impl LiveView {
+    /// Erase the block, print `lines` for good, and draw the block again.
+    fn draw(&mut self, lines: &[String], started: Instant) {
+        let mut out = std::io::stdout().lock();
+        let mut text = String::new();
+        if self.drawn > 0 {
+            // Up to the block's first line, and clear from there down.
+            text.push_str(&format!("\x1b[{}F\x1b[J", self.drawn));
+        }
+        for line in lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        self.drawn = 0;
+        if !self.running.is_empty() {
+            let elapsed = started.elapsed();
+            let spin = SPINNER[(elapsed.as_millis() / 100) as usize % SPINNER.len()];
+            text.push_str(&format!(
+                "{spin} {} ({:.1}s)\n",
+                self.layer,
+                elapsed.as_secs_f64()
+            ));
+            self.drawn += 1;
+            for (name, run) in &self.running {
+                let mut line = format!("    {name}: {}/{} objects", run.handled, run.objects);
+                if run.waiting > 0 {
+                    line.push_str(&format!(", {}/{} ready", run.ready, run.waiting));
+                }
+                line.push_str(&format!(" ({:.1}s)", run.started.elapsed().as_secs_f64()));
+                text.push_str(&line);
+                text.push('\n');
+                self.drawn += 1;
+            }
+        }
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+        self.last_draw = Some(Instant::now());
+    }
+
+    /// Whether a redraw for a small change is due (at most ten a second).
+    fn due(&self) -> bool {
+        self.last_draw
+            .is_none_or(|t| t.elapsed() >= std::time::Duration::from_millis(100))
+    }
 }
 
 impl Progress {
@@ -159,13 +228,93 @@ impl Progress {
             started: Instant::now(),
             verb,
             out: Mutex::new(()),
+            live: (settings.output == OutputFormat::Text && crate::stdout_is_terminal())
+                .then(|| Mutex::new(LiveView::default())),
         }
     }
 
     fn line(&self, text: &str) {
+        if let Some(live) = &self.live {
+            live.lock()
+                .expect("live view lock")
+                .draw(&[text.to_owned()], self.started);
+            return;
+        }
         let _guard = self.out.lock();
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{text}");
+    }
+
+    /// Update the live view; `true` when it handled the event (on a terminal,
+    /// per-object lines are counts in the view instead).
+    fn live_event(&self, event: &Event) -> bool {
+        let Some(live) = &self.live else {
+            return false;
+        };
+        let mut view = live.lock().expect("live view lock");
+        match event {
+            Event::Layer {
+                index,
+                of,
+                manifests,
+            } => {
+                view.layer = format!("layer {index}/{of}: {}", manifests.join(", "));
+                view.draw(&[], self.started);
+            }
+            Event::Started { manifest, objects } => {
+                view.running.insert(
+                    manifest.clone(),
+                    Running {
+                        objects: *objects,
+                        handled: 0,
+                        waiting: 0,
+                        ready: 0,
+                        started: Instant::now(),
+                    },
+                );
+                view.draw(&[], self.started);
+            }
+            Event::Object {
+                manifest,
+                object,
+                action,
+                note,
+            } => {
+                if let Some(run) = view.running.get_mut(manifest) {
+                    run.handled += 1;
+                }
+                // Deletions and kept objects stay on screen; the rest are counts.
+                if matches!(action, Action::Pruned | Action::Kept) {
+                    let note = note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
+                    view.draw(
+                        &[format!("  {manifest}: {} {object}{note}", action.label())],
+                        self.started,
+                    );
+                } else if view.due() {
+                    view.draw(&[], self.started);
+                }
+            }
+            Event::Waiting { manifest, objects } => {
+                if let Some(run) = view.running.get_mut(manifest) {
+                    run.waiting += objects;
+                }
+                view.draw(&[], self.started);
+            }
+            Event::Ready { manifest, .. } => {
+                if let Some(run) = view.running.get_mut(manifest) {
+                    run.ready += 1;
+                }
+                if view.due() {
+                    view.draw(&[], self.started);
+                }
+            }
+            Event::Finished(outcome) => {
+                view.running.remove(&outcome.manifest);
+                return false;
+            }
+            Event::TestPassed { .. } => return false,
+        }
+        true
     }
 
     fn json(&self, value: serde_json::Value) {
@@ -219,6 +368,9 @@ impl Observer for Progress {
             let mut value = value;
             value["elapsed"] = serde_json::json!((elapsed * 1000.0).round() / 1000.0);
             self.json(value);
+            return;
+        }
+        if self.live_event(&event) {
             return;
         }
         match event {
