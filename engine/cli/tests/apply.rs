@@ -714,3 +714,104 @@ fn verify_applies_the_quickstart_to_a_throwaway_control_plane_and_fails_on_a_fai
         "verify bound the file to its throwaway cluster"
     );
 }
+
+#[test]
+fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over() {
+    let Some(cluster) = TestCluster::start("apply-handover") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let service = |ip: &str| {
+        format!(
+            "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: fixed\nspec:\n  clusterIP: {ip}\n  ports:\n    - port: 80\n"
+        )
+    };
+    let objects = |ip: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old-one\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: handed-over\ndata:\n  k: v\n{}",
+            service(ip)
+        )
+    };
+    std::fs::write(dir.path().join("objects.yaml"), objects("10.96.0.50")).unwrap();
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: legacy\n      type: manifests\n      path: objects.yaml\n      namespace: default\n",
+    )
+    .unwrap();
+
+    // What Go Tazuna left: the object, applied as field manager `tazuna`, and
+    // its state ConfigMap.
+    succeed(cluster.kubectl().args(["create", "namespace", "tazuna"]));
+    let old = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old-one\n  namespace: default\ndata:\n  k: v\n";
+    std::fs::write(dir.path().join("old.yaml"), old).unwrap();
+    succeed(
+        cluster
+            .kubectl()
+            .args(["apply", "--server-side", "--field-manager", "tazuna", "-f"])
+            .arg(dir.path().join("old.yaml")),
+    );
+    succeed(cluster.kubectl().args([
+        "-n",
+        "tazuna",
+        "create",
+        "configmap",
+        "tazuna-state-legacy",
+        "--from-literal=_metadata={\"gitCommitHash\":\"abc123\",\"lastSyncedAt\":\"2026-04-02T10:00:00Z\"}",
+        "--from-literal=legacy____v1__ConfigMap__default__old-one={\"contentHash\":\"hash1\"}",
+    ]));
+    let list = succeed(tazuna(&cluster, dir.path()).args(["state", "list"]));
+    assert!(
+        String::from_utf8_lossy(&list.stdout).contains("Go Tazuna state"),
+        "{}",
+        text(&list)
+    );
+    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    assert!(
+        !exists(
+            &cluster,
+            &["-n", "tazuna", "configmap", "tazuna-state-legacy"]
+        ),
+        "the Go state was not replaced"
+    );
+    let state = state_objects(&cluster);
+    let recorded: Value =
+        serde_json::from_str(state["items"][0]["data"]["state.json"].as_str().unwrap()).unwrap();
+    let names: Vec<&str> = recorded["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.len(), 3, "{recorded}");
+    assert!(names.contains(&"old-one"), "{recorded}");
+
+    // An immutable field: refused with a hint, then replaced with --recreate.
+    std::fs::write(dir.path().join("objects.yaml"), objects("10.96.0.51")).unwrap();
+    let refused = output(tazuna(&cluster, dir.path()).arg("apply"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(text(&refused).contains("--recreate"), "{}", text(&refused));
+    let uid =
+        kubectl_json(&cluster, &["-n", "default", "get", "service", "fixed"])["metadata"]["uid"]
+            .clone();
+    succeed(tazuna(&cluster, dir.path()).args(["apply", "--recreate"]));
+    let fixed = kubectl_json(&cluster, &["-n", "default", "get", "service", "fixed"]);
+    assert_eq!(fixed["spec"]["clusterIP"], "10.96.0.51");
+    assert_ne!(fixed["metadata"]["uid"], uid, "the Service was re-created");
+
+    // Forgotten objects stay when they leave the file, even with --prune.
+    succeed(tazuna(&cluster, dir.path()).args([
+        "state",
+        "forget",
+        "legacy/ConfigMap/default/handed-over",
+    ]));
+    std::fs::write(dir.path().join("objects.yaml"), service("10.96.0.51")).unwrap();
+    succeed(tazuna(&cluster, dir.path()).args(["apply", "--prune"]));
+    assert!(
+        exists(&cluster, &["-n", "default", "configmap", "handed-over"]),
+        "a forgotten object was pruned"
+    );
+    assert!(
+        !exists(&cluster, &["-n", "default", "configmap", "old-one"]),
+        "the migrated object was not pruned"
+    );
+}

@@ -784,7 +784,7 @@ impl Run<'_> {
                     });
                 }
                 Err(kube::Error::Api(status))
-                    if status.code == 422 && status.message.contains("immutable") =>
+                    if status.code == 422 && is_immutable(&status.message) =>
                 {
                     if self.settings.recreate == Recreate::Never || attempt > 1 || params.dry_run {
                         return Err(ManifestError::Immutable {
@@ -1008,6 +1008,12 @@ pub(crate) enum Removal {
         /// Whether Tazuna keeps tracking it.
         tracked: bool,
     },
+}
+
+/// Whether the API server refused a change to a field that cannot change
+/// (its wording differs by field: Job templates, Service cluster IPs, ...).
+fn is_immutable(message: &str) -> bool {
+    message.contains("immutable") || message.contains("may not change once set")
 }
 
 /// Namespaces, CRDs and PVCs: pruning them deletes data.
