@@ -283,6 +283,16 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
         .map(|c| c["object"].as_str().unwrap())
         .collect();
     assert_eq!(drifted, ["v1 ConfigMap argocd/argocd-cm"], "{report:#}");
+    // The field now belongs to kubectl's field manager, and the report says so.
+    let note = report["changes"][0]["note"].as_str().unwrap_or_default();
+    assert!(note.contains("kubectl-patch"), "{report:#}");
+    assert!(
+        report["changes"][0]["diff"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("+   timeout.reconciliation: 300s"),
+        "{report:#}"
+    );
 
     // Removing a manifest from the file and pruning deletes its objects.
     edit(
@@ -814,4 +824,51 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         !exists(&cluster, &["-n", "default", "configmap", "old-one"]),
         "the migrated object was not pruned"
     );
+}
+
+#[test]
+fn a_readiness_timeout_names_the_object_and_its_conditions() {
+    let Some(cluster) = TestCluster::start("apply-timeout") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // No node carries this label, so the pod never schedules.
+    std::fs::write(
+        dir.path().join("stuck.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: stuck\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: stuck}\n  template:\n    metadata:\n      labels: {app: stuck}\n    spec:\n      nodeSelector: {tazuna.dev/no-such-node: \"true\"}\n      containers:\n        - name: app\n          image: registry.k8s.io/pause:3.10\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: stuck\n      type: manifests\n      path: stuck.yaml\n      namespace: default\n      wait:\n        enabled: true\n        timeoutSeconds: 8\n",
+    )
+    .unwrap();
+    let failed = output(tazuna(&cluster, dir.path()).arg("apply"));
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert!(
+        stdout.contains("1 object not ready after 8s"),
+        "{}",
+        text(&failed)
+    );
+    assert!(
+        stdout.contains("apps/v1 Deployment default/stuck"),
+        "{}",
+        text(&failed)
+    );
+    assert!(
+        stdout.contains("Available=False"),
+        "the reason names the condition: {}",
+        text(&failed)
+    );
+    // Not ready means not recorded: the next run tries again.
+    assert_eq!(
+        state_objects(&cluster)["items"].as_array().unwrap().len(),
+        0
+    );
+    let pods = kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "pods", "-l", "app=stuck"],
+    );
+    assert_eq!(pods["items"][0]["status"]["phase"], "Pending", "{pods}");
 }
