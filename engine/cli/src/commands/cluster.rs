@@ -150,11 +150,49 @@ pub struct Progress {
     verb: &'static str,
     out: Mutex<()>,
     /// On a terminal: the block of running manifests, redrawn in place.
-    live: Option<Mutex<LiveView>>,
+    live: Option<std::sync::Arc<Mutex<LiveView>>>,
+    /// Redraws the live view while nothing happens, so the clock moves.
+    _ticker: Option<Ticker>,
+}
+
+/// A thread that redraws the live view four times a second until dropped.
+struct Ticker {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(live: std::sync::Arc<Mutex<LiveView>>, started: Instant) -> Self {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                let mut view = live.lock().expect("live view lock");
+                if !view.running.is_empty() && view.due() {
+                    view.draw(&[], started);
+                }
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// The live view on a terminal: one line per running manifest with its
-/// counts, redrawn in place below the lines that are final.
+/// counts, redrawn in place below the lines that are final, on each event and
+/// four times a second.
 #[derive(Default)]
 struct LiveView {
     layer: String,
@@ -222,14 +260,17 @@ impl LiveView {
 impl Progress {
     /// A progress printer for `verb` (`apply`, `destroy`).
     pub fn new(settings: &GlobalSettings, verb: &'static str) -> Self {
+        let started = Instant::now();
+        let live = (settings.output == OutputFormat::Text && crate::stdout_is_terminal())
+            .then(|| std::sync::Arc::new(Mutex::new(LiveView::default())));
         Self {
             format: settings.output,
             color: settings.stdout_color,
-            started: Instant::now(),
+            started,
             verb,
             out: Mutex::new(()),
-            live: (settings.output == OutputFormat::Text && crate::stdout_is_terminal())
-                .then(|| Mutex::new(LiveView::default())),
+            _ticker: live.clone().map(|live| Ticker::start(live, started)),
+            live,
         }
     }
 
