@@ -218,6 +218,28 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
     let drift = output(tazuna(&cluster, &dir).args(["state", "drift"]));
     assert_eq!(drift.status.code(), Some(0), "{}", text(&drift));
 
+    // The file renders what was applied, so `state diff` has nothing to say;
+    // it reads Tazuna's state and no live object.
+    let before_diff = cluster.requests_from("tazuna/").map(|r| r.len());
+    let diff = output(tazuna(&cluster, &dir).args(["state", "diff"]));
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
+    if let Some(before) = before_diff {
+        let all = cluster.requests_from("tazuna/").unwrap();
+        let beyond_state: Vec<_> = all[before..]
+            .iter()
+            .filter(|e| {
+                !e.resource.is_empty()
+                    && e.namespace.as_deref() != Some("tazuna")
+                    && e.name.as_deref() != Some("kube-system")
+            })
+            .collect();
+        assert_eq!(
+            beyond_state,
+            Vec::<&tazuna_testkit::AuditEvent>::new(),
+            "state diff read live objects"
+        );
+    }
+
     // Changing one ConfigMap plans exactly that change.
     edit(
         &dir.join("argo-cd/install.yaml"),
@@ -228,6 +250,27 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
         &dir.join("secret.yaml"),
         SECRET_VALUE,
         &format!("{SECRET_VALUE}-v2"),
+    );
+    let diff = output(tazuna(&cluster, &dir).args(["state", "diff", "-o", "json"]));
+    assert_eq!(diff.status.code(), Some(2), "{}", text(&diff));
+    assert!(
+        !text(&diff).contains(SECRET_VALUE),
+        "a Secret value reached state diff"
+    );
+    let report: Value = serde_json::from_slice(&diff.stdout).unwrap();
+    let changed: Vec<(&str, &str)> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["object"].as_str().unwrap(), c["change"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            ("v1 ConfigMap argocd/argocd-cm", "update"),
+            ("v1 Secret default/db", "update")
+        ],
+        "{report:#}"
     );
     let plan = output(tazuna(&cluster, &dir).args(["plan", "--detailed-exitcode", "-o", "json"]));
     assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
@@ -306,6 +349,15 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
         .filter(|block| !block.starts_with("projects-removed"))
         .collect();
     std::fs::write(dir.join("tazuna.yaml"), kept.join("\n    - name: ")).unwrap();
+    let diff = output(tazuna(&cluster, &dir).args(["state", "diff"]));
+    assert_eq!(diff.status.code(), Some(2), "{}", text(&diff));
+    assert!(
+        String::from_utf8_lossy(&diff.stdout).contains(
+            "- delete projects: argoproj.io/v1alpha1 AppProject argocd/platform (its manifest was removed from the file; deleted with `apply --prune`)"
+        ),
+        "{}",
+        text(&diff)
+    );
     succeed(tazuna(&cluster, &dir).args(["apply", "--prune", "--force-conflicts"]));
     assert!(
         !exists(
@@ -552,6 +604,28 @@ fn a_crd_and_its_custom_resource_in_one_manifest_apply_and_a_missing_dependency_
         &["-n", "default", "get", "widgets.example.tazuna.dev", "gear"],
     );
     assert_eq!(widget["spec"]["size"], 3, "{widget}");
+
+    // A misspelt field is refused by name, not dropped: Tazuna applies with
+    // strict field validation, like kubectl.
+    std::fs::write(
+        dir.path().join("src/typo.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: typo\ndatta:\n  key: value\n",
+    )
+    .unwrap();
+    let refused = output(tazuna(&cluster, dir.path()).arg("apply"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let stdout = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        stdout.contains("v1 ConfigMap default/typo")
+            && stdout.contains(".datta: field not declared in schema")
+            && stdout.contains("hint: the API server's schema for this kind has no such field"),
+        "{}",
+        text(&refused)
+    );
+    assert!(
+        !exists(&cluster, &["-n", "default", "configmap", "typo"]),
+        "the misspelt ConfigMap was created anyway"
+    );
 }
 
 #[test]

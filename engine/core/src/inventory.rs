@@ -7,6 +7,7 @@
 //! hash never lets anyone guess a secret value. [`redact`] is what any output
 //! that shows an object (plans, diffs, errors) must pass a Secret through first.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -107,10 +108,10 @@ impl Phase {
 
 /// Indices of `objects` in apply order: by [`Phase`], keeping the rendered
 /// order within a phase. Objects without an identity sort last.
-pub fn apply_order(objects: &[Value]) -> Vec<usize> {
+pub fn apply_order<V: Borrow<Value>>(objects: &[V]) -> Vec<usize> {
     let phases: Vec<Option<Phase>> = objects
         .iter()
-        .map(|o| ObjectRef::of(o).map(|r| Phase::of(&r)))
+        .map(|o| ObjectRef::of(o.borrow()).map(|r| Phase::of(&r)))
         .collect();
     let mut order: Vec<usize> = (0..objects.len()).collect();
     order.sort_by(|&a, &b| match (phases[a], phases[b]) {

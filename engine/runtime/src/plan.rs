@@ -1,5 +1,6 @@
-//! What `apply` would change (`plan`), and what changed live behind Tazuna's
-//! back (`state drift`), without writing anything.
+//! What `apply` would change (`plan`), what changed live behind Tazuna's
+//! back (`state drift`), and what changed in the file since the last apply
+//! (`state diff`), without writing anything.
 //!
 //! Both read the live objects with one list call per kind and namespace.
 //! Objects whose intent and owned fields are unchanged need no further
@@ -9,13 +10,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use kube::api::{Patch, PatchParams};
+use kube::api::Patch;
 use serde_json::Value;
 use tazuna_core::config::Manifest;
 use tazuna_core::diff;
 use tazuna_core::inventory::{self, ObjectRef};
 
-use crate::apply::{FIELD_MANAGER, api_for, owned_fields_hash};
+use crate::apply::{FIELD_MANAGER, api_for, apply_params, owned_fields_hash};
 use crate::cluster::{Cluster, Resolved};
 use crate::live::LiveIndex;
 use crate::render::Rendered;
@@ -94,6 +95,9 @@ pub enum Question {
     Plan,
     /// What changed live since the last apply?
     Drift,
+    /// What changed in the file since the last apply? State only: no live
+    /// object is read.
+    Pending,
 }
 
 /// Compare `intents` with the cluster. `states` is Tazuna's state; `all_names`
@@ -107,6 +111,15 @@ pub async fn compare(
     hash_key: Option<&[u8]>,
     question: Question,
 ) -> Result<Report, PlanError> {
+    if question == Question::Pending {
+        return Ok(pending(
+            |o| cluster.resolve(o),
+            states,
+            intents,
+            all_names,
+            hash_key,
+        ));
+    }
     let mut live = LiveIndex::metadata(cluster);
     // Requests beyond the lists: full reads and dry runs of changed objects.
     let mut dry_runs = 0;
@@ -127,18 +140,13 @@ pub async fn compare(
             .get(name)
             .map(|s| s.state.objects.iter().map(|e| (e.object(), e)).collect())
             .unwrap_or_default();
-        let values: Vec<Value> = intent
-            .rendered
-            .objects
-            .iter()
-            .map(|o| o.value.clone())
-            .collect();
+        let values: Vec<&Value> = intent.rendered.objects.iter().map(|o| &o.value).collect();
         let mut seen = HashSet::new();
         for index in inventory::apply_order(&values) {
-            let mut value = values[index].clone();
-            let Some(object) = ObjectRef::of(&value) else {
+            let Some(object) = ObjectRef::of(values[index]) else {
                 continue;
             };
+            let mut value = values[index].clone();
             let Some(resolved) = cluster.resolve(&object) else {
                 if question == Question::Plan {
                     let note = if served_later
@@ -222,7 +230,7 @@ pub async fn compare(
                     })
                 }
             };
-            let mut params = PatchParams::apply(FIELD_MANAGER);
+            let mut params = apply_params();
             params.dry_run = true;
             dry_runs += 1;
             let mut conflict = None;
@@ -295,26 +303,116 @@ pub async fn compare(
         }
     }
     if question == Question::Plan {
-        for (name, stored) in states {
-            if all_names.contains(name) {
+        removed_manifests(states, all_names, &mut report);
+    }
+    report.requests = live.requests() + dry_runs;
+    Ok(report)
+}
+
+/// The file against state: objects rendered now that state does not hold
+/// (create), whose content hash differs from the one recorded (update), and
+/// state entries no longer rendered (delete). `resolve` is discovery, which
+/// tells namespaced kinds apart; no request is made.
+pub fn pending(
+    resolve: impl Fn(&ObjectRef) -> Option<Resolved>,
+    states: &BTreeMap<String, Stored>,
+    intents: &[Intent<'_>],
+    all_names: &HashSet<String>,
+    hash_key: Option<&[u8]>,
+) -> Report {
+    let key = hash_key.unwrap_or(b"");
+    let mut report = Report::default();
+    for intent in intents {
+        let name = &intent.manifest.name;
+        let prior: HashMap<ObjectRef, &Entry> = states
+            .get(name)
+            .map(|s| s.state.objects.iter().map(|e| (e.object(), e)).collect())
+            .unwrap_or_default();
+        let values: Vec<&Value> = intent.rendered.objects.iter().map(|o| &o.value).collect();
+        let mut seen = HashSet::new();
+        for index in inventory::apply_order(&values) {
+            let mut value = values[index].clone();
+            let Some(object) = ObjectRef::of(&value) else {
                 continue;
-            }
-            for entry in &stored.state.objects {
+            };
+            let Some(resolved) = resolve(&object) else {
+                // The kind is not served yet, so its scope is unknown: it
+                // cannot have been applied in this form.
                 report.changes.push(Change {
                     manifest: name.clone(),
-                    object: entry.object().to_string(),
+                    object: object.to_string(),
+                    change: ChangeKind::Create,
+                    diff: None,
+                    note: Some(format!(
+                        "not applied yet; kind `{}` is not served by the cluster",
+                        object.kind
+                    )),
+                });
+                continue;
+            };
+            prepare_object(&mut value, &resolved, intent.manifest);
+            let object = ObjectRef::of(&value).expect("identity checked");
+            let hash = inventory::content_hash(&value, key);
+            let change = match prior.get(&object) {
+                None => Some((ChangeKind::Create, "not applied yet")),
+                Some(entry) if entry.hash != hash => Some((
+                    ChangeKind::Update,
+                    "changed in the file since the last apply",
+                )),
+                Some(_) => None,
+            };
+            match change {
+                Some((change, note)) => report.changes.push(Change {
+                    manifest: name.clone(),
+                    object: object.to_string(),
+                    change,
+                    diff: None,
+                    note: Some(note.into()),
+                }),
+                None => report.unchanged += 1,
+            }
+            seen.insert(object);
+        }
+        let recorded = states.get(name).map(|s| s.state.objects.as_slice());
+        for entry in recorded.unwrap_or_default() {
+            let object = entry.object();
+            if !seen.contains(&object) {
+                report.changes.push(Change {
+                    manifest: name.clone(),
+                    object: object.to_string(),
                     change: ChangeKind::Delete,
                     diff: None,
-                    note: Some(
-                        "its manifest was removed from the file; deleted with `apply --prune`"
-                            .into(),
-                    ),
+                    note: Some("no longer rendered; deleted with `apply --prune`".into()),
                 });
             }
         }
     }
-    report.requests = live.requests() + dry_runs;
-    Ok(report)
+    removed_manifests(states, all_names, &mut report);
+    report
+}
+
+/// Every object of a manifest that is in state but no longer in the file.
+fn removed_manifests(
+    states: &BTreeMap<String, Stored>,
+    all_names: &HashSet<String>,
+    report: &mut Report,
+) {
+    for (name, stored) in states {
+        if all_names.contains(name) {
+            continue;
+        }
+        for entry in &stored.state.objects {
+            report.changes.push(Change {
+                manifest: name.clone(),
+                object: entry.object().to_string(),
+                change: ChangeKind::Delete,
+                diff: None,
+                note: Some(
+                    "its manifest was removed from the file; deleted with `apply --prune`".into(),
+                ),
+            });
+        }
+    }
 }
 
 /// Make a rendered object what `apply` sends: namespaced objects without a
@@ -370,5 +468,214 @@ fn other_managers(live: Option<&Value>) -> Option<String> {
         None
     } else {
         Some(format!("fields are also owned by {}", others.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use kube::discovery::ApiResource;
+    use serde_json::json;
+    use tazuna_core::config::{Location, Wait};
+
+    use super::*;
+    use crate::render::Object;
+    use crate::state::{ManifestState, PluginRecord};
+
+    fn manifest(name: &str) -> Manifest {
+        Manifest {
+            name: name.to_owned(),
+            description: None,
+            kind: "manifests".to_owned(),
+            path: None,
+            tags: Vec::new(),
+            depends_on: Vec::new(),
+            namespace: Some("apps".to_owned()),
+            wait: Wait::default(),
+            prune: false,
+            tests: Vec::new(),
+            config: json!({}),
+            base_dir: PathBuf::from("."),
+            origin: Location {
+                file: PathBuf::from("tazuna.yaml"),
+                line: 1,
+                column: 1,
+            },
+        }
+    }
+
+    fn configmap(name: &str, value: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name}, "data": {"key": value}})
+    }
+
+    fn rendered(manifest: &str, objects: Vec<Value>) -> Rendered {
+        Rendered {
+            manifest: manifest.to_owned(),
+            plugin: "manifests".into(),
+            plugin_version: "0.1.0".into(),
+            plugin_digest: String::new(),
+            objects: objects
+                .into_iter()
+                .map(|value| Object {
+                    value,
+                    origin: None,
+                })
+                .collect(),
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Only ConfigMaps are served, as on a cluster without CRDs.
+    fn resolve(object: &ObjectRef) -> Option<Resolved> {
+        (object.kind == "ConfigMap").then(|| Resolved {
+            resource: ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&()),
+            namespaced: true,
+        })
+    }
+
+    /// State as `apply` would have written it for `objects` of `manifest`.
+    fn applied(manifest: &Manifest, objects: &[Value]) -> Stored {
+        let entries = objects
+            .iter()
+            .map(|o| {
+                let mut value = o.clone();
+                prepare_object(
+                    &mut value,
+                    &resolve(&ObjectRef::of(o).unwrap()).unwrap(),
+                    manifest,
+                );
+                let object = ObjectRef::of(&value).unwrap();
+                Entry::new(&object, inventory::content_hash(&value, b""), None)
+            })
+            .collect();
+        Stored {
+            state: ManifestState {
+                manifest: manifest.name.clone(),
+                depends_on: Vec::new(),
+                position: 0,
+                plugin: PluginRecord::default(),
+                tazuna_version: "0.1.0".into(),
+                git_commit: None,
+                applied_at: "2026-11-30T00:00:00Z".into(),
+                cluster: "uid".into(),
+                objects: entries,
+            },
+            resource_version: Some("1".into()),
+            legacy: None,
+        }
+    }
+
+    fn summary(report: &Report) -> Vec<(String, ChangeKind)> {
+        report
+            .changes
+            .iter()
+            .map(|c| (c.object.clone(), c.change))
+            .collect()
+    }
+
+    #[test]
+    fn pending_reports_created_changed_and_no_longer_rendered_objects() {
+        let app = manifest("app");
+        let before = [
+            configmap("same", "a"),
+            configmap("edited", "a"),
+            configmap("gone", "a"),
+        ];
+        let states = BTreeMap::from([("app".to_owned(), applied(&app, &before))]);
+        let now = rendered(
+            "app",
+            vec![
+                configmap("same", "a"),
+                configmap("edited", "b"),
+                configmap("new", "a"),
+            ],
+        );
+        let intents = [Intent {
+            manifest: &app,
+            rendered: &now,
+        }];
+        let names = HashSet::from(["app".to_owned()]);
+
+        let report = pending(resolve, &states, &intents, &names, None);
+
+        assert_eq!(
+            summary(&report),
+            [
+                ("v1 ConfigMap apps/edited".to_owned(), ChangeKind::Update),
+                ("v1 ConfigMap apps/new".to_owned(), ChangeKind::Create),
+                ("v1 ConfigMap apps/gone".to_owned(), ChangeKind::Delete),
+            ]
+        );
+        assert_eq!(report.unchanged, 1);
+        assert_eq!(report.requests, 0);
+    }
+
+    #[test]
+    fn pending_is_empty_when_the_file_renders_what_was_applied() {
+        let app = manifest("app");
+        let objects = vec![configmap("one", "a"), configmap("two", "b")];
+        let states = BTreeMap::from([("app".to_owned(), applied(&app, &objects))]);
+        let now = rendered("app", objects);
+        let intents = [Intent {
+            manifest: &app,
+            rendered: &now,
+        }];
+
+        let report = pending(
+            resolve,
+            &states,
+            &intents,
+            &HashSet::from(["app".to_owned()]),
+            None,
+        );
+
+        assert!(report.changes.is_empty(), "{:?}", report.changes);
+        assert_eq!(report.unchanged, 2);
+    }
+
+    #[test]
+    fn pending_lists_every_object_of_a_removed_manifest_and_unserved_kinds() {
+        let old = manifest("old");
+        let app = manifest("app");
+        let states = BTreeMap::from([("old".to_owned(), applied(&old, &[configmap("left", "a")]))]);
+        let custom = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                            "metadata": {"name": "w"}});
+        let now = rendered("app", vec![custom]);
+        let intents = [Intent {
+            manifest: &app,
+            rendered: &now,
+        }];
+
+        let report = pending(
+            resolve,
+            &states,
+            &intents,
+            &HashSet::from(["app".to_owned()]),
+            None,
+        );
+
+        assert_eq!(
+            summary(&report),
+            [
+                ("example.com/v1 Widget w".to_owned(), ChangeKind::Create),
+                ("v1 ConfigMap apps/left".to_owned(), ChangeKind::Delete),
+            ]
+        );
+        assert!(
+            report.changes[0]
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("`Widget` is not served")
+        );
+        assert!(
+            report.changes[1]
+                .note
+                .as_deref()
+                .unwrap()
+                .contains("removed from the file")
+        );
     }
 }

@@ -18,6 +18,17 @@ use crate::settings::GlobalSettings;
 pub enum State {
     /// List the manifests in state, with their object counts and when they were applied.
     List,
+    /// Report what changed in the file since the last apply (exit 2 on changes).
+    ///
+    /// Compares what the file renders now with the content hashes Tazuna
+    /// recorded when it last applied: objects not applied yet, objects whose
+    /// intent changed, and objects no longer rendered (which `apply --prune`
+    /// deletes). Reads only Tazuna's state, never the live objects; `tazuna
+    /// plan` shows the field-by-field diff against live.
+    #[command(
+        after_help = "Examples:\n  tazuna state diff\n  tazuna state diff -o json | jq -r '.changes[].object'"
+    )]
+    Diff(Diff),
     /// Report what changed live since the last apply (exit 2 on drift).
     ///
     /// Compares live objects against the last applied intent with a
@@ -34,6 +45,10 @@ pub enum State {
     )]
     Forget(Forget),
 }
+
+/// `state diff`.
+#[derive(Debug, Args)]
+pub struct Diff {}
 
 /// `state drift`.
 #[derive(Debug, Args)]
@@ -53,24 +68,44 @@ impl State {
         super::runtime()?.block_on(async {
             match self {
                 State::List => list(settings).await,
-                State::Drift(_) => {
-                    let report = super::plan::compare(settings, Question::Drift).await?;
-                    super::plan::print(
+                State::Diff(_) => {
+                    report(
                         settings,
-                        &report,
+                        Question::Pending,
+                        "diff",
+                        "no changes: the file renders what was last applied",
+                    )
+                    .await
+                }
+                State::Drift(_) => {
+                    report(
+                        settings,
+                        Question::Drift,
                         "drift",
                         "no drift: live objects match the last apply",
-                    )?;
-                    Ok(if report.changes.is_empty() {
-                        ExitCode::SUCCESS
-                    } else {
-                        ExitCode::from(2)
-                    })
+                    )
+                    .await
                 }
                 State::Forget(forget) => forget.run(settings).await,
             }
         })
     }
+}
+
+/// Compare, print, and exit 2 when there is something to report.
+async fn report(
+    settings: &GlobalSettings,
+    question: Question,
+    verb: &str,
+    empty: &str,
+) -> anyhow::Result<ExitCode> {
+    let report = super::plan::compare(settings, question).await?;
+    super::plan::print(settings, &report, verb, empty)?;
+    Ok(if report.changes.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
