@@ -7,6 +7,11 @@
 //! kubectl and another for Tazuna, so both do day one. Request counts come
 //! from the API server's audit log (by user agent), not from either tool;
 //! peak RSS from `/usr/bin/time`.
+//!
+//! Each day-one apply also records the CPU time it cost: the control plane's
+//! processes (from `/proc/<pid>/stat`) plus the client's (this process's
+//! reaped children). Divided by the cores, that is the shortest any client
+//! could take on this machine, which tells a slow client from a busy machine.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -33,7 +38,9 @@ pub struct BenchApply {
 
 struct Round {
     kubectl: Duration,
+    kubectl_cpu: Cpu,
     tazuna: Duration,
+    tazuna_cpu: Cpu,
     noop: Duration,
     noop_writes: usize,
     noop_requests: usize,
@@ -73,6 +80,19 @@ impl BenchApply {
         let kubectl = median(&|r| r.kubectl.as_secs_f64());
         let apply = median(&|r| r.tazuna.as_secs_f64());
         let noop = median(&|r| r.noop.as_secs_f64());
+        let range = |f: &dyn Fn(&Round) -> f64| {
+            let values: Vec<f64> = rounds.iter().map(f).collect();
+            let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = values.iter().copied().fold(0.0, f64::max);
+            format!("{min:.2}–{max:.2} s")
+        };
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let server_cpu = |cpu: &Cpu| cpu.control_plane;
+        let kubectl_server = median(&|r| server_cpu(&r.kubectl_cpu));
+        let tazuna_server = median(&|r| server_cpu(&r.tazuna_cpu));
+        let tazuna_total = median(&|r| r.tazuna_cpu.total());
+        let kubectl_client = median(&|r| r.kubectl_cpu.client);
+        let tazuna_client = median(&|r| r.tazuna_cpu.client);
         let objects = 59 + 1 + self.configmaps + 1;
         let last = rounds.last().expect("at least one round");
         writeln!(
@@ -92,6 +112,22 @@ impl BenchApply {
             report,
             "| day-one apply | {kubectl:.2} s | {apply:.2} s | {:.2}x faster |",
             kubectl / apply
+        )?;
+        writeln!(
+            report,
+            "| day-one apply, range over rounds | {} | {} | |",
+            range(&|r| r.kubectl.as_secs_f64()),
+            range(&|r| r.tazuna.as_secs_f64())
+        )?;
+        writeln!(
+            report,
+            "| CPU during day-one apply: control plane, client | {kubectl_server:.2} s, {kubectl_client:.2} s | {tazuna_server:.2} s, {tazuna_client:.2} s | |"
+        )?;
+        writeln!(
+            report,
+            "| shortest possible tazuna apply here: its CPU / {cores} cores | | {:.2} s | at most {:.2}x |",
+            tazuna_total / cores,
+            kubectl / (tazuna_total / cores)
         )?;
         writeln!(
             report,
@@ -135,6 +171,7 @@ impl BenchApply {
 
     fn round(&self, round: usize, tazuna: &Path, fixture: &Path) -> anyhow::Result<Round> {
         let kube_cluster = fresh(&format!("bench-k{round}"))?;
+        let meter = Cpu::start(&kube_cluster)?;
         let started = Instant::now();
         let mut apply = kube_cluster.kubectl();
         apply.args(["apply", "--server-side", "-o", "name"]);
@@ -148,6 +185,7 @@ impl BenchApply {
         }
         run(apply.stdout(std::process::Stdio::null()))?;
         let kubectl_time = started.elapsed();
+        let kubectl_cpu = meter.stop(&kube_cluster)?;
         drop(kube_cluster);
 
         let cluster = fresh(&format!("bench-t{round}"))?;
@@ -165,7 +203,9 @@ impl BenchApply {
                 .stdout(std::process::Stdio::null()))?;
             Ok(started.elapsed())
         };
+        let meter = Cpu::start(&cluster)?;
         let tazuna_time = tazuna_run(&["apply"])?;
+        let tazuna_cpu = meter.stop(&cluster)?;
         let before = cluster.requests_from("tazuna/").len();
         let noop = tazuna_run(&["apply"])?;
         let after_noop = cluster.requests_from("tazuna/");
@@ -184,7 +224,9 @@ impl BenchApply {
         let status = &status_events[before..];
         Ok(Round {
             kubectl: kubectl_time,
+            kubectl_cpu,
             tazuna: tazuna_time,
+            tazuna_cpu,
             noop,
             noop_writes,
             noop_requests: noop_events.len(),
@@ -206,6 +248,66 @@ fn pairs(events: &[AuditEvent]) -> usize {
     seen.sort();
     seen.dedup();
     seen.len().max(1)
+}
+
+/// CPU seconds spent while one apply ran.
+struct Cpu {
+    /// By the control plane's processes (etcd, kube-apiserver, controllers, kwok).
+    control_plane: f64,
+    /// By the client (children of this process that were waited for).
+    client: f64,
+}
+
+impl Cpu {
+    fn total(&self) -> f64 {
+        self.control_plane + self.client
+    }
+
+    fn start(cluster: &Cluster) -> anyhow::Result<Cpu> {
+        Ok(Cpu {
+            control_plane: control_plane_cpu(cluster)?,
+            client: children_cpu()?,
+        })
+    }
+
+    fn stop(self, cluster: &Cluster) -> anyhow::Result<Cpu> {
+        Ok(Cpu {
+            control_plane: control_plane_cpu(cluster)? - self.control_plane,
+            client: children_cpu()? - self.client,
+        })
+    }
+}
+
+/// `utime + stime` of the cluster's processes, in seconds.
+fn control_plane_cpu(cluster: &Cluster) -> anyhow::Result<f64> {
+    let mut total = 0.0;
+    for (_, pid) in cluster.processes() {
+        total += stat_seconds(&format!("/proc/{pid}/stat"), 13, 14)?;
+    }
+    Ok(total)
+}
+
+/// `cutime + cstime` of this process: its reaped children, the clients.
+fn children_cpu() -> anyhow::Result<f64> {
+    stat_seconds("/proc/self/stat", 15, 16)
+}
+
+/// The sum of two tick fields of a `/proc/.../stat` file (0-based, counted
+/// after the command name, which may hold spaces), in seconds.
+fn stat_seconds(path: &str, a: usize, b: usize) -> anyhow::Result<f64> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    let after_name = &text[text.rfind(')').context("malformed stat")? + 2..];
+    // Fields after the name start at field 3 (state), index 2 of the full list.
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let tick = |i: usize| -> anyhow::Result<f64> {
+        fields
+            .get(i - 2)
+            .context("short stat")?
+            .parse::<f64>()
+            .context("stat field")
+    };
+    // USER_HZ is 100 on Linux for every architecture this runs on.
+    Ok((tick(a)? + tick(b)?) / 100.0)
 }
 
 fn fresh(name: &str) -> anyhow::Result<Cluster> {

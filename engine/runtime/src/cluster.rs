@@ -98,6 +98,12 @@ impl ClusterError {
     /// What to do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
+            Self::Kubeconfig { path: None, .. } => Some(
+                "pass `--kubeconfig <file>` or set `KUBECONFIG`; `kubectl config view` shows the one kubectl uses".into(),
+            ),
+            Self::Kubeconfig { path: Some(_), .. } => {
+                Some("check the path given to `--kubeconfig`".into())
+            }
             Self::NoContext => Some("pass `--context <name>`, or run `kubectl config use-context <name>`".into()),
             Self::UnknownContext { .. } => Some("list contexts with `kubectl config get-contexts`".into()),
             Self::Unreachable { .. } => Some(

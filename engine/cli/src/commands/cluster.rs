@@ -96,7 +96,11 @@ fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(&format!(": {cause}"));
+        // Some causes already quote their own source; say each thing once.
+        let said = cause.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(&format!(": {said}"));
+        }
         source = cause.source();
     }
     text
