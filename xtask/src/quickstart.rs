@@ -1,5 +1,6 @@
-//! `cargo xtask quickstart`: build everything, start a local control plane,
-//! and run Tazuna's main job on it: apply the quickstart (Argo CD and an
+//! `cargo xtask quickstart`: build everything, prove the quickstart on a
+//! throwaway control plane (`tazuna verify`), start a local control plane, and
+//! run Tazuna's main job on it: apply the quickstart (Argo CD and an
 //! AppProject), then show its status, and the workloads through kubectl.
 
 use std::path::Path;
@@ -10,7 +11,8 @@ use clap::Args;
 
 /// Build the plugins and the CLI, start the local control plane `quickstart`
 /// (etcd, kube-apiserver, controllers, kwok), and run `tazuna check`,
-/// `tazuna apply` and `tazuna status` on examples/quickstart/tazuna.yaml.
+/// `tazuna verify`, `tazuna apply` and `tazuna status` on
+/// examples/quickstart/tazuna.yaml.
 /// The cluster keeps running afterwards; the last lines say how to use and
 /// stop it.
 #[derive(Debug, Args)]
@@ -57,15 +59,18 @@ impl Quickstart {
         .map(str::to_owned);
         // The new cluster has a new identity; `--rebind` records it in the
         // example's tazuna.lock (ignored by git) instead of refusing it.
+        // `verify` needs no cluster: it brings up its own from the same
+        // binaries, applies everything, runs the tests and tears down.
         for args in [
             vec!["check"],
+            vec!["verify"],
             vec!["apply", "--rebind"],
             vec!["status", "--all"],
         ] {
             eprintln!("==> tazuna {}  (in examples/quickstart)", args.join(" "));
             let mut command = Command::new(&tazuna);
             command.args(&args).current_dir(&example);
-            if args[0] != "check" {
+            if !matches!(args[0], "check" | "verify") {
                 command.args(&target);
             }
             run(&mut command)?;
