@@ -15,6 +15,7 @@ macro_rules! outln {
 
 mod commands;
 mod failure;
+mod progress;
 mod settings;
 
 use std::io::IsTerminal;

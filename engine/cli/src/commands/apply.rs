@@ -10,8 +10,9 @@ use tazuna_engine::apply::{ApplySettings, Conflicts, Mode, Prune, Recreate, Run,
 use tazuna_engine::guard::Rebind;
 use tazuna_engine::state::{Store, Stored};
 
-use super::cluster::{self, Access, Progress};
+use super::cluster::{self, Access};
 use crate::failure::Reported;
+use crate::progress::{self, Progress};
 use crate::settings::GlobalSettings;
 
 /// Apply every selected manifest to the cluster, in dependency order.
@@ -251,7 +252,7 @@ impl Apply {
             progress.event(tazuna_engine::apply::Event::Finished(outcome.clone()));
             outcomes.push(outcome);
         }
-        if cluster::summary(&progress, &outcomes) {
+        if progress::summary(&progress, &outcomes) {
             Ok(ExitCode::SUCCESS)
         } else {
             Err(Reported.into())

@@ -11,8 +11,9 @@ use tazuna_engine::guard::Rebind;
 use tazuna_engine::state::Store;
 
 use super::apply::{holder, state_error};
-use super::cluster::{self, Access, Progress};
+use super::cluster::{self, Access};
 use crate::failure::Reported;
+use crate::progress::{self, Progress};
 use crate::settings::GlobalSettings;
 
 /// Delete every object Tazuna's state records, then the state itself.
@@ -115,7 +116,7 @@ impl Destroy {
                 };
                 let order = tazuna_engine::destroy::order(&states);
                 let outcomes = run.destroy(&order).await;
-                Ok(cluster::summary(&progress, &outcomes))
+                Ok(progress::summary(&progress, &outcomes))
             }
             Err(error) => Err(error),
         };
