@@ -28,7 +28,11 @@ pub fn report(error: &anyhow::Error, color: Color) {
     }
     let mut message = format!("{error}");
     for cause in error.chain().skip(1) {
-        message.push_str(&format!("\n  caused by: {cause}"));
+        // Errors that quote their cause already have said it.
+        let cause = cause.to_string();
+        if !message.contains(&cause) {
+            message.push_str(&format!("\n  caused by: {cause}"));
+        }
     }
     eprintln!("{}", paint(&format!("error: {message}"), color));
 }

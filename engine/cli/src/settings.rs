@@ -171,8 +171,15 @@ impl GlobalSettings {
 
     /// Send logs to stderr at the chosen level.
     pub fn init_logging(&self) {
+        // kube-client logs every refused request at ERROR; Tazuna reports
+        // those itself, naming the object, so its own lines are only noise
+        // until someone asks for detail.
+        let kube = match self.log_filter {
+            "error" | "warn" => "off",
+            level => level,
+        };
         let filter = tracing_subscriber::EnvFilter::new(format!(
-            "{level},cranelift=warn,wasmtime=warn",
+            "{level},cranelift=warn,wasmtime=warn,kube_client={kube}",
             level = self.log_filter
         ));
         let _ = tracing_subscriber::fmt()

@@ -626,6 +626,16 @@ fn a_crd_and_its_custom_resource_in_one_manifest_apply_and_a_missing_dependency_
         !exists(&cluster, &["-n", "default", "configmap", "typo"]),
         "the misspelt ConfigMap was created anyway"
     );
+    // `plan` refuses it the same way, once, without kube-rs's own log line.
+    let planned = output(tazuna(&cluster, dir.path()).arg("plan"));
+    assert_eq!(planned.status.code(), Some(1), "{}", text(&planned));
+    let stderr = String::from_utf8_lossy(&planned.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "error: server-side dry run of v1 ConfigMap default/typo was refused: failed to create typed patch object (default/typo; /v1, Kind=ConfigMap): .datta: field not declared in schema\nhint: the API server's schema for this kind has no such field; check its spelling, its indentation and the apiVersion",
+        "{}",
+        text(&planned)
+    );
 }
 
 #[test]

@@ -292,9 +292,7 @@ pub(crate) enum ManifestError {
         "{object}: an immutable field changed: {message}\nhint: rerun with `--recreate` to delete and re-create it"
     )]
     Immutable { object: ObjectRef, message: String },
-    #[error(
-        "{object}: {message}\nhint: the API server's schema for this kind has no such field; check its spelling, its indentation and the apiVersion"
-    )]
+    #[error("{object}: {message}\nhint: {UNKNOWN_FIELD_HINT}")]
     UnknownField { object: ObjectRef, message: String },
     #[error("{object}: {message}")]
     Rejected { object: ObjectRef, message: String },
@@ -310,7 +308,11 @@ pub(crate) enum ManifestError {
     Anonymous { index: usize },
 }
 
-fn status_message(error: &kube::Error) -> String {
+/// What to do about a field the API server's schema does not have.
+pub(crate) const UNKNOWN_FIELD_HINT: &str = "the API server's schema for this kind has no such field; check its spelling, its indentation and the apiVersion";
+
+/// What the API server said, without kube-rs's wrapping.
+pub(crate) fn status_message(error: &kube::Error) -> String {
     match error {
         kube::Error::Api(status) => status.message.clone(),
         other => other.to_string(),
@@ -1041,7 +1043,7 @@ fn is_immutable(message: &str) -> bool {
 /// Whether strict field validation refused a field the schema does not have
 /// (server-side apply's wording for built-in kinds, the strict decoder's for
 /// custom resources), or a field given twice.
-fn is_unknown_field(message: &str) -> bool {
+pub(crate) fn is_unknown_field(message: &str) -> bool {
     message.contains("field not declared in schema")
         || message.contains("unknown field")
         || message.contains("duplicate field")

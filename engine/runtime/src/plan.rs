@@ -69,14 +69,24 @@ pub struct Report {
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
     /// A request failed.
-    #[error("{what}: {source}")]
+    #[error("{what}: {message}")]
     Request {
-        /// What was being read.
+        /// What was being read or sent.
         what: String,
-        /// What the API server said.
-        #[source]
-        source: kube::Error,
+        /// What the API server said, with a hint where there is one.
+        message: String,
     },
+}
+
+impl PlanError {
+    fn request(what: String, error: &kube::Error) -> Self {
+        let mut message = crate::apply::status_message(error);
+        if crate::apply::is_unknown_field(&message) {
+            message.push_str("\nhint: ");
+            message.push_str(crate::apply::UNKNOWN_FIELD_HINT);
+        }
+        Self::Request { what, message }
+    }
 }
 
 /// One manifest to plan.
@@ -182,13 +192,15 @@ pub async fn compare(
             let current = live
                 .get(&object, &resolved)
                 .await
-                .map_err(|source| PlanError::Request {
-                    what: format!(
-                        "cannot list {} in {}",
-                        resolved.resource.plural,
-                        object.namespace.as_deref().unwrap_or("the cluster")
-                    ),
-                    source,
+                .map_err(|error| {
+                    PlanError::request(
+                        format!(
+                            "cannot list {} in {}",
+                            resolved.resource.plural,
+                            object.namespace.as_deref().unwrap_or("the cluster")
+                        ),
+                        &error,
+                    )
                 })?
                 .cloned();
             if same_intent
@@ -216,13 +228,9 @@ pub async fn compare(
                 None => None,
                 Some(_) => {
                     dry_runs += 1;
-                    let full =
-                        api.get_opt(&object.name)
-                            .await
-                            .map_err(|source| PlanError::Request {
-                                what: format!("cannot read {object}"),
-                                source,
-                            })?;
+                    let full = api.get_opt(&object.name).await.map_err(|error| {
+                        PlanError::request(format!("cannot read {object}"), &error)
+                    })?;
                     full.map(|o| {
                         let mut value = serde_json::to_value(&o).unwrap_or(Value::Null);
                         wait::fill_type(&mut value, &object);
@@ -249,9 +257,11 @@ pub async fn compare(
                     .patch(&object.name, &params, &Patch::Apply(&value))
                     .await;
             }
-            let result = result.map_err(|source| PlanError::Request {
-                what: format!("server-side dry run of {object} was refused"),
-                source,
+            let result = result.map_err(|error| {
+                PlanError::request(
+                    format!("server-side dry run of {object} was refused"),
+                    &error,
+                )
             })?;
             let mut after = serde_json::to_value(&result).unwrap_or(Value::Null);
             wait::fill_type(&mut after, &object);

@@ -44,14 +44,14 @@ pub enum PluginLoadError {
     #[error(transparent)]
     Host(#[from] HostError),
     /// The component file could not be read.
-    #[error("plugin `{name}`: cannot read `{}`: {source}", path.display())]
+    #[error("plugin `{name}`: cannot read `{}`: {error}", path.display())]
     Read {
         /// Plugin name.
         name: String,
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// OCI sources need the distribution support that is not built yet.
     #[error(
@@ -135,10 +135,10 @@ fn load_declared(host: &PluginHost, decl: &Plugin) -> Result<SourcePlugin, Plugi
             });
         }
     };
-    let bytes = std::fs::read(path).map_err(|source| PluginLoadError::Read {
+    let bytes = std::fs::read(path).map_err(|error| PluginLoadError::Read {
         name: decl.name.clone(),
         path: path.clone(),
-        source,
+        error,
     })?;
     if let Some(expected) = &decl.digest {
         let actual = hex::encode(Sha256::digest(&bytes));

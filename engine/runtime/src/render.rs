@@ -71,12 +71,12 @@ pub enum RenderError {
         kind: String,
     },
     /// The sandbox stopped the plugin, or it crashed.
-    #[error("manifest `{manifest}`: {source}")]
+    #[error("manifest `{manifest}`: {error}")]
     Host {
         /// Manifest name.
         manifest: String,
         /// What the host saw.
-        source: HostError,
+        error: HostError,
     },
     /// The plugin returned an error.
     #[error("manifest `{manifest}`: plugin `{plugin}` failed: {}", describe(error))]
@@ -219,9 +219,9 @@ pub fn render_one(
     };
     let output = host
         .render(plugin, &manifest.base_dir, request)
-        .map_err(|source| RenderError::Host {
+        .map_err(|error| RenderError::Host {
             manifest: manifest.name.clone(),
-            source,
+            error,
         })?
         .map_err(|error| RenderError::Plugin {
             manifest: manifest.name.clone(),
