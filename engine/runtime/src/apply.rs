@@ -40,10 +40,10 @@ type Handled = (Entry, Option<Value>);
 pub const FIELD_MANAGER: &str = "tazuna";
 /// The parameters of every server-side apply Tazuna sends, dry runs included.
 ///
-/// Field validation is `Strict`, as kubectl's is: an unknown or duplicated
-/// field fails the object instead of being dropped with a warning nobody
-/// reads. It is also cheaper for the API server than the default `Warn`,
-/// which collects warnings for every request.
+/// Field validation is `Strict`, kubectl's setting: the API server refuses
+/// what the schema does not allow instead of answering with warnings, which
+/// kube-rs does not pass on. It also measured about 15% less API server CPU
+/// per apply than the default `Warn` (docs/benchmarks.md).
 pub fn apply_params() -> PatchParams {
     PatchParams::apply(FIELD_MANAGER).validation(ValidationDirective::Strict)
 }
@@ -1040,13 +1040,10 @@ fn is_immutable(message: &str) -> bool {
     message.contains("immutable") || message.contains("may not change once set")
 }
 
-/// Whether strict field validation refused a field the schema does not have
-/// (server-side apply's wording for built-in kinds, the strict decoder's for
-/// custom resources), or a field given twice.
+/// Whether server-side apply refused a field the kind's schema does not have
+/// (the same wording for built-in kinds and custom resources).
 pub(crate) fn is_unknown_field(message: &str) -> bool {
     message.contains("field not declared in schema")
-        || message.contains("unknown field")
-        || message.contains("duplicate field")
 }
 
 /// Namespaces, CRDs and PVCs: pruning them deletes data.
@@ -1157,21 +1154,17 @@ mod tests {
 
     #[test]
     fn unknown_fields_are_told_apart_from_other_refusals() {
-        // Wordings of kube-apiserver v1.37 with fieldValidation=Strict.
-        assert!(is_unknown_field(
-            "failed to create typed patch object (default/typo; /v1, Kind=ConfigMap): .datta: field not declared in schema"
-        ));
-        assert!(is_unknown_field(
-            r#".spec.colour: field not declared in schema, strict decoding error: unknown field "spec.colour""#
-        ));
-        assert!(!is_unknown_field(
-            r#"Service "web" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.0.9"}: may not change once set"#
-        ));
-        assert!(is_immutable(
-            r#"Service "web" is invalid: spec.clusterIPs[0]: Invalid value: []string{"10.96.0.9"}: may not change once set"#
-        ));
-        assert!(is_immutable(
-            "Job.batch \"migrate\" is invalid: spec.template: Invalid value: ...: field is immutable"
-        ));
+        // As kube-apiserver v1.37.2 words them (the Job's template shortened).
+        let unknown_builtin = "failed to create typed patch object (default/typo; /v1, Kind=ConfigMap): .datta: field not declared in schema";
+        let unknown_custom = "failed to create typed patch object (default/g; example.tazuna.dev/v1, Kind=Gadget): .spec.colour: field not declared in schema";
+        let service = r#"The Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.10"]: may not change once set"#;
+        let job = r#"The Job "migrate" is invalid: spec.template: Invalid value: {"labels":{}}: field is immutable"#;
+        assert!(is_unknown_field(unknown_builtin));
+        assert!(is_unknown_field(unknown_custom));
+        assert!(!is_unknown_field(service));
+        assert!(!is_unknown_field(job));
+        assert!(is_immutable(service));
+        assert!(is_immutable(job));
+        assert!(!is_immutable(unknown_builtin));
     }
 }

@@ -2,7 +2,8 @@
 //! back (`state drift`), and what changed in the file since the last apply
 //! (`state diff`), without writing anything.
 //!
-//! Both read the live objects with one list call per kind and namespace.
+//! Plan and drift read the live objects with one list call per kind and
+//! namespace; state diff reads none.
 //! Objects whose intent and owned fields are unchanged need no further
 //! request; the others are sent as a server-side dry-run apply and the result
 //! is diffed against live, so server-side defaults never show up as changes.
@@ -146,10 +147,7 @@ pub async fn compare(
         .collect();
     for intent in intents {
         let name = &intent.manifest.name;
-        let prior: HashMap<ObjectRef, &Entry> = states
-            .get(name)
-            .map(|s| s.state.objects.iter().map(|e| (e.object(), e)).collect())
-            .unwrap_or_default();
+        let prior = recorded(states, name);
         let values: Vec<&Value> = intent.rendered.objects.iter().map(|o| &o.value).collect();
         let mut seen = HashSet::new();
         for index in inventory::apply_order(&values) {
@@ -334,10 +332,7 @@ pub fn pending(
     let mut report = Report::default();
     for intent in intents {
         let name = &intent.manifest.name;
-        let prior: HashMap<ObjectRef, &Entry> = states
-            .get(name)
-            .map(|s| s.state.objects.iter().map(|e| (e.object(), e)).collect())
-            .unwrap_or_default();
+        let prior = recorded(states, name);
         let values: Vec<&Value> = intent.rendered.objects.iter().map(|o| &o.value).collect();
         let mut seen = HashSet::new();
         for index in inventory::apply_order(&values) {
@@ -399,6 +394,17 @@ pub fn pending(
     }
     removed_manifests(states, all_names, &mut report);
     report
+}
+
+/// A manifest's state entries by object; empty when it was never applied.
+fn recorded<'a>(
+    states: &'a BTreeMap<String, Stored>,
+    manifest: &str,
+) -> HashMap<ObjectRef, &'a Entry> {
+    states
+        .get(manifest)
+        .map(|s| s.state.objects.iter().map(|e| (e.object(), e)).collect())
+        .unwrap_or_default()
 }
 
 /// Every object of a manifest that is in state but no longer in the file.
