@@ -194,8 +194,9 @@ impl Progress {
                 if let Some(run) = view.running.get_mut(manifest) {
                     run.handled += 1;
                 }
-                // Deletions and kept objects stay on screen; the rest are counts.
-                if matches!(action, Action::Pruned | Action::Kept) {
+                // Deletions, kept objects and warnings stay on screen; the
+                // rest are counts.
+                if matches!(action, Action::Pruned | Action::Kept) || note.is_some() {
                     let note = note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
                     view.draw(
                         &[format!("  {manifest}: {} {object}{note}", action.label())],

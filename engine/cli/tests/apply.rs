@@ -919,7 +919,7 @@ fn a_readiness_timeout_names_the_object_and_its_conditions() {
     // No node carries this label, so the pod never schedules.
     std::fs::write(
         dir.path().join("stuck.yaml"),
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: stuck\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: stuck}\n  template:\n    metadata:\n      labels: {app: stuck}\n    spec:\n      nodeSelector: {tazuna.dev/no-such-node: \"true\"}\n      containers:\n        - name: app\n          image: registry.k8s.io/pause:3.10\n",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: stuck\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: stuck}\n  template:\n    metadata:\n      labels: {app: stuck}\n    spec:\n      nodeSelector: {tazuna.dev/no-such-node: \"true\", beta.kubernetes.io/os: linux}\n      containers:\n        - name: app\n          image: registry.k8s.io/pause:3.10\n",
     )
     .unwrap();
     std::fs::write(
@@ -927,6 +927,14 @@ fn a_readiness_timeout_names_the_object_and_its_conditions() {
         "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: stuck\n      type: manifests\n      path: stuck.yaml\n      namespace: default\n      wait:\n        enabled: true\n        timeoutSeconds: 8\n",
     )
     .unwrap();
+    // `plan` passes on the API server's warning about a deprecated label.
+    let plan = succeed(tazuna(&cluster, dir.path()).args(["plan", "-o", "json"]));
+    let report: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert_eq!(
+        report["changes"][0]["note"],
+        r#"warning: spec.template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use "kubernetes.io/os" instead"#,
+        "{report:#}"
+    );
     let failed = output(tazuna(&cluster, dir.path()).arg("apply"));
     assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
     let stdout = String::from_utf8_lossy(&failed.stdout);
@@ -943,6 +951,12 @@ fn a_readiness_timeout_names_the_object_and_its_conditions() {
     assert!(
         stdout.contains("Available=False"),
         "the reason names the condition: {}",
+        text(&failed)
+    );
+    // The API server's warning about the deprecated label reaches the user.
+    assert!(
+        stdout.contains(r#"created apps/v1 Deployment default/stuck (warning: spec.template.spec.nodeSelector[beta.kubernetes.io/os]: deprecated since v1.14; use "kubernetes.io/os" instead)"#),
+        "{}",
         text(&failed)
     );
     // Not ready means not recorded: the next run tries again.

@@ -702,6 +702,8 @@ impl Run<'_> {
         // owns are unchanged live.
         let mut index = LiveIndex::metadata(self.cluster);
         let mut results: Vec<Option<(Handled, Action)>> = vec![None; prepared.len()];
+        // What the API server warned about, per object sent.
+        let mut warned: Vec<Option<String>> = vec![None; prepared.len()];
         let mut to_send = Vec::new();
         for (position, item) in prepared.into_iter().enumerate() {
             let before = prior.get(&item.object);
@@ -744,7 +746,10 @@ impl Run<'_> {
         let mut first_error = None;
         for (position, item, action, result) in sends {
             match result {
-                Ok(applied) => {
+                Ok((applied, warnings)) => {
+                    if !warnings.is_empty() {
+                        warned[position] = Some(format!("warning: {}", warnings.join("; ")));
+                    }
                     let fields = owned_fields_hash(&applied);
                     let entry = Entry::new(&item.object, item.hash, fields);
                     results[position] = Some(((entry, Some(applied)), action));
@@ -760,21 +765,26 @@ impl Run<'_> {
             return Err(error);
         }
         let mut out = Vec::with_capacity(results.len());
-        for (handled, action) in results.into_iter().flatten() {
+        for ((handled, action), note) in results
+            .into_iter()
+            .zip(warned)
+            .filter_map(|(r, n)| Some((r?, n)))
+        {
             counts.add(action);
             self.observer.event(Event::Object {
                 manifest: manifest.to_owned(),
                 object: handled.0.object(),
                 action,
-                note: None,
+                note,
             });
             out.push(handled);
         }
         Ok(out)
     }
 
-    /// Server-side apply of one object (with `--recreate` handling).
-    async fn send(&self, item: &Prepared) -> Result<Value, ManifestError> {
+    /// Server-side apply of one object (with `--recreate` handling), with
+    /// what the API server warned about.
+    async fn send(&self, item: &Prepared) -> Result<(Value, Vec<String>), ManifestError> {
         let resolved = self
             .cluster
             .resolve(&item.object)
@@ -786,14 +796,17 @@ impl Run<'_> {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match api
-                .patch(&item.object.name, &params, &Patch::Apply(&item.value))
-                .await
-            {
+            let (result, warnings) = crate::warnings::collect(api.patch(
+                &item.object.name,
+                &params,
+                &Patch::Apply(&item.value),
+            ))
+            .await;
+            match result {
                 Ok(applied) => {
                     let mut value = serde_json::to_value(&applied).unwrap_or(Value::Null);
                     wait::fill_type(&mut value, &item.object);
-                    return Ok(value);
+                    return Ok((value, warnings));
                 }
                 Err(kube::Error::Api(status)) if status.code == 409 => {
                     return Err(ManifestError::Conflict {

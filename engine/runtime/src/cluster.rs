@@ -217,10 +217,13 @@ impl Cluster {
         ));
         let server = config.cluster_url.to_string();
         let server = server.trim_end_matches('/').to_owned();
-        let client = Client::try_from(config).map_err(|source| ClusterError::Client {
-            context: context.clone(),
-            source,
-        })?;
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(|source| ClusterError::Client {
+                context: context.clone(),
+                source,
+            })?
+            .with_layer(&crate::warnings::WarningLayer)
+            .build();
         let unreachable = |source| ClusterError::Unreachable {
             context: context.clone(),
             server: server.clone(),

@@ -23,6 +23,7 @@ pub mod report;
 pub mod state;
 pub mod status;
 pub mod wait;
+pub mod warnings;
 
 /// The version of this build of Tazuna.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -238,23 +238,27 @@ pub async fn compare(
             };
             let mut params = apply_params();
             params.dry_run = true;
-            dry_runs += 1;
-            let mut conflict = None;
-            let mut result = api
-                .patch(&object.name, &params, &Patch::Apply(&value))
-                .await;
-            if let Err(kube::Error::Api(status)) = &result
-                && status.code == 409
-            {
-                // Someone else owns some of the fields: show what taking
-                // them back would change.
-                conflict = Some(status.message.clone());
-                params.force = true;
-                dry_runs += 1;
-                result = api
+            let ((result, conflict, sent), warnings) = crate::warnings::collect(async {
+                let first = api
                     .patch(&object.name, &params, &Patch::Apply(&value))
                     .await;
-            }
+                match first {
+                    // Someone else owns some of the fields: show what taking
+                    // them back would change.
+                    Err(kube::Error::Api(status)) if status.code == 409 => {
+                        params.force = true;
+                        let forced = api
+                            .patch(&object.name, &params, &Patch::Apply(&value))
+                            .await;
+                        (forced, Some(status.message), 2)
+                    }
+                    other => (other, None, 1),
+                }
+            })
+            .await;
+            dry_runs += sent;
+            let warning =
+                (!warnings.is_empty()).then(|| format!("warning: {}", warnings.join("; ")));
             let result = result.map_err(|error| {
                 PlanError::request(
                     format!("server-side dry run of {object} was refused"),
@@ -284,7 +288,10 @@ pub async fn compare(
                         ChangeKind::Create
                     },
                     diff: Some(text),
-                    note: other_managers(current.as_ref()),
+                    note: [other_managers(current.as_ref()), warning]
+                        .into_iter()
+                        .flatten()
+                        .reduce(|a, b| format!("{a}; {b}")),
                 }),
             }
         }
