@@ -53,16 +53,7 @@ impl BenchApply {
     /// Run it and print a Markdown report.
     pub fn run(self) -> anyhow::Result<()> {
         let root = crate::test::root();
-        crate::plugins::BuildPlugins::default().run()?;
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        run(Command::new(&cargo).current_dir(&root).args([
-            "build",
-            "--release",
-            "--locked",
-            "--bin",
-            "tazuna",
-        ]))?;
-        let tazuna = root.join("target/release/tazuna");
+        let tazuna = crate::plugins::release_cli(&root)?;
         let work = tempfile_dir()?;
         let fixture = write_fixture(&root, &work, self.configmaps)?;
 

@@ -181,6 +181,22 @@ fn install(path: &Path, bytes: &[u8]) -> anyhow::Result<&'static str> {
     Ok("installed")
 }
 
+/// Build the plugins, then the release `tazuna` that embeds them; returns the
+/// binary's path.
+pub fn release_cli(root: &Path) -> anyhow::Result<PathBuf> {
+    BuildPlugins::default().run()?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(&cargo)
+        .current_dir(root)
+        .args(["build", "--release", "--locked", "--bin", "tazuna"])
+        .status()
+        .context("cannot run cargo")?;
+    if !status.success() {
+        bail!("cargo build --release --bin tazuna failed ({status})");
+    }
+    Ok(root.join("target/release/tazuna"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

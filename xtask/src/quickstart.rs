@@ -33,16 +33,7 @@ impl Quickstart {
             eprintln!("==> tests/controlplane/install.sh  (cached after the first run)");
             run(Command::new("bash").arg(&install))?;
         }
-        crate::plugins::BuildPlugins::default().run()?;
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        run(Command::new(&cargo).current_dir(&root).args([
-            "build",
-            "--release",
-            "--locked",
-            "--bin",
-            "tazuna",
-        ]))?;
-        let tazuna = root.join("target/release/tazuna");
+        let tazuna = crate::plugins::release_cli(&root)?;
         let example = root.join("examples/quickstart");
         let kubeconfig = crate::cluster::default_kubeconfig();
 
