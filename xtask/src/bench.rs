@@ -22,6 +22,8 @@ use anyhow::{Context, bail};
 use clap::Args;
 use tazuna_testkit::{AuditEvent, Cluster, ClusterConfig};
 
+use crate::test::run;
+
 /// Measure apply, no-op apply, plan and status against kubectl.
 #[derive(Debug, Args)]
 pub struct BenchApply {
@@ -390,14 +392,4 @@ fn write_fixture_only_configmaps(dir: &Path, count: usize) -> anyhow::Result<Pat
         "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: bulk\n      type: manifests\n      path: bulk/*.yaml\n      wait: false\n",
     )?;
     Ok(dir.to_owned())
-}
-
-fn run(command: &mut Command) -> anyhow::Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("cannot run {command:?}"))?;
-    if !status.success() {
-        bail!("{command:?} failed ({status})");
-    }
-    Ok(())
 }

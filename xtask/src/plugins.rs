@@ -185,15 +185,13 @@ fn install(path: &Path, bytes: &[u8]) -> anyhow::Result<&'static str> {
 /// binary's path.
 pub fn release_cli(root: &Path) -> anyhow::Result<PathBuf> {
     BuildPlugins::default().run()?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(&cargo)
-        .current_dir(root)
-        .args(["build", "--release", "--locked", "--bin", "tazuna"])
-        .status()
-        .context("cannot run cargo")?;
-    if !status.success() {
-        bail!("cargo build --release --bin tazuna failed ({status})");
-    }
+    crate::test::run(crate::test::cargo(root).args([
+        "build",
+        "--release",
+        "--locked",
+        "--bin",
+        "tazuna",
+    ]))?;
     Ok(root.join("target/release/tazuna"))
 }
 

@@ -6,8 +6,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{Context, bail};
 use clap::Args;
+
+use crate::test::run;
 
 /// Build the plugins and the CLI, start the local control plane `quickstart`
 /// (etcd, kube-apiserver, controllers, kwok), and run `tazuna check`,
@@ -89,14 +90,4 @@ impl Quickstart {
 
 fn display(path: &Path) -> String {
     path.display().to_string()
-}
-
-fn run(command: &mut Command) -> anyhow::Result<()> {
-    let status = command
-        .status()
-        .with_context(|| format!("cannot run {command:?}"))?;
-    if !status.success() {
-        bail!("{command:?} failed ({status})");
-    }
-    Ok(())
 }

@@ -79,7 +79,8 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     Ok(())
 }
 
-fn run(command: &mut Command) -> anyhow::Result<()> {
+/// Run `command` in the foreground; an error if it cannot start or fails.
+pub fn run(command: &mut Command) -> anyhow::Result<()> {
     let status = command
         .status()
         .with_context(|| format!("cannot run {command:?}"))?;
@@ -89,7 +90,8 @@ fn run(command: &mut Command) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn cargo(root: &Path) -> Command {
+/// The cargo that runs xtask, in `root`.
+pub fn cargo(root: &Path) -> Command {
     let mut command = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     command.current_dir(root);
     command

@@ -169,7 +169,7 @@ impl Progress {
                 of,
                 manifests,
             } => {
-                view.layer = format!("layer {index}/{of}: {}", manifests.join(", "));
+                view.layer = layer_line(*index, *of, manifests);
                 view.draw(&[], self.started);
             }
             Event::Started { manifest, objects } => {
@@ -251,7 +251,7 @@ impl Observer for Progress {
                 index,
                 of,
                 manifests,
-            } => self.line(&format!("layer {index}/{of}: {}", manifests.join(", "))),
+            } => self.line(&layer_line(index, of, &manifests)),
             Event::Started { manifest, objects } => {
                 self.line(&format!("  {manifest}: {objects} objects"))
             }
@@ -324,6 +324,11 @@ pub fn summary(progress: &Progress, outcomes: &[ManifestOutcome]) -> bool {
         progress.line(&text);
     }
     failed.is_empty() && skipped.is_empty()
+}
+
+/// `layer 2/3: argocd, projects`.
+fn layer_line(index: usize, of: usize, manifests: &[String]) -> String {
+    format!("layer {index}/{of}: {}", manifests.join(", "))
 }
 
 /// One event as a JSON line's object (without `elapsed`).

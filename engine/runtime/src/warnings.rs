@@ -30,7 +30,7 @@ pub async fn collect<F: Future>(future: F) -> (F::Output, Vec<String>) {
     .await
 }
 
-fn record(warning: String, request: &str) {
+fn record(warning: String, request: impl std::fmt::Display) {
     let unheard = SINK
         .try_with(|sink| sink.borrow_mut().push(warning.clone()))
         .is_err();
@@ -91,7 +91,9 @@ where
     }
 
     fn call(&mut self, request: Request<Req>) -> Self::Future {
-        let what = format!("{} {}", request.method(), request.uri().path());
+        // Kept cheaply (both clone by reference count); written out only for
+        // a warning nobody collects.
+        let (method, uri) = (request.method().clone(), request.uri().clone());
         let response = self.inner.call(request);
         // The client's buffer calls this on its own task, but the returned
         // future is awaited by the caller, inside its `collect` if any.
@@ -99,7 +101,7 @@ where
             let response = response.await?;
             for value in response.headers().get_all(http::header::WARNING) {
                 if let Some(warning) = value.to_str().ok().and_then(text) {
-                    record(warning, &what);
+                    record(warning, format_args!("{method} {}", uri.path()));
                 }
             }
             Ok(response)
