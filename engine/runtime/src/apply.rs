@@ -51,6 +51,9 @@ pub fn apply_params() -> PatchParams {
 /// How long a new CRD may take to become `Established`.
 const CRD_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long an `Established` CRD's kind may take to appear in discovery.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// What the manifests of one run share: who provides which CRD, and which
 /// manifests have applied so far.
 struct Shared {
@@ -619,11 +622,7 @@ impl Run<'_> {
                     .contains(&provider.manifest);
             if applied && self.settings.mode == Mode::Apply {
                 self.await_established(&provider.crd).await?;
-                self.cluster
-                    .refresh()
-                    .await
-                    .map_err(ManifestError::Discovery)?;
-                if let Some(resolved) = self.cluster.resolve(object) {
+                if let Some(resolved) = self.await_discovered(object).await? {
                     return Ok(resolved);
                 }
             }
@@ -645,6 +644,31 @@ impl Run<'_> {
             object: object.clone(),
             hint,
         })
+    }
+
+    /// Refresh discovery until it serves the kind of `object`. The API
+    /// server publishes a CRD's kind in discovery a moment after the CRD is
+    /// `Established`, not with it, so one refresh can miss it.
+    async fn await_discovered(
+        &self,
+        object: &ObjectRef,
+    ) -> Result<Option<Resolved>, ManifestError> {
+        let deadline = tokio::time::Instant::now() + DISCOVERY_TIMEOUT;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            self.cluster
+                .refresh()
+                .await
+                .map_err(ManifestError::Discovery)?;
+            if let Some(resolved) = self.cluster.resolve(object) {
+                return Ok(Some(resolved));
+            }
+            if tokio::time::Instant::now() + pause > deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
     }
 
     /// Wait until CRD `name` is `Established`.
