@@ -20,6 +20,8 @@ const TARGET: &str = "wasm32-wasip2";
 /// is installed under.
 const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_manifests", "manifests"),
+    ("tazuna_plugin_kustomize", "kustomize"),
+    ("tazuna_plugin_helm", "helm"),
     ("tazuna_plugin_probe", "probe"),
     ("tazuna_example_plugin", "example"),
 ];

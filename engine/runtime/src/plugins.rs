@@ -24,13 +24,29 @@ pub struct Builtin {
 }
 
 /// Every built-in plugin, by the `type` it serves.
-pub const BUILTINS: &[Builtin] = &[Builtin {
-    name: "manifests",
-    component: include_bytes!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../target/plugins/manifests.wasm"
-    )),
-}];
+pub const BUILTINS: &[Builtin] = &[
+    Builtin {
+        name: "manifests",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/manifests.wasm"
+        )),
+    },
+    Builtin {
+        name: "kustomize",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/kustomize.wasm"
+        )),
+    },
+    Builtin {
+        name: "helm",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/helm.wasm"
+        )),
+    },
+];
 
 /// Names of the manifest types the built-ins serve.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {

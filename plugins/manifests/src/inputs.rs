@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use tazuna_sdk::PluginError;
 
-use crate::documents::Format;
+use tazuna_plugin_common::documents::Format;
 
 /// One file to read.
 #[derive(Debug, Clone, PartialEq, Eq)]

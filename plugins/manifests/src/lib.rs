@@ -1,19 +1,14 @@
 //! The built-in `manifests` source: plain Kubernetes YAML and JSON files.
 //!
 //! A manifest's `path` names a file, a directory (walked recursively) or a glob; see [`inputs`].
-//! Each file is split into objects ([`documents`]), YAML read with `kubectl`'s scalar rules
-//! ([`yaml`]). With a `namespace` on the manifest, namespaced objects without one get it
-//! ([`scope`]). Each object is rendered as compact JSON, which the host parses much faster than
-//! YAML, with `<file>#<document index>` as its origin.
+//! Each file is read into objects, namespaces defaulted and objects encoded by
+//! `tazuna-plugin-common`, with `<file>#<document index>` as each object's origin.
 //!
 //! Everything but the export at the bottom is plain Rust, tested on the host target:
 //! `cargo test --manifest-path plugins/Cargo.toml -p tazuna-plugin-manifests --target x86_64-unknown-linux-gnu`.
 
-pub mod documents;
 pub mod inputs;
 pub mod render;
-pub mod scope;
-pub mod yaml;
 
 use tazuna_sdk::{NoConfig, PluginError, PluginInfo, RenderOutput, RenderRequest, SourcePlugin};
 

@@ -5,11 +5,10 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use tazuna_sdk::{Diagnostic, Manifest, PluginError, RenderOutput, RenderRequest};
+use tazuna_plugin_common::documents::Objects;
+use tazuna_sdk::{Diagnostic, PluginError, RenderOutput, RenderRequest};
 
-use crate::documents::Objects;
 use crate::inputs;
-use crate::scope::Scopes;
 
 /// Renders the files `request.path` names inside `request.workdir`.
 pub fn render(request: &RenderRequest) -> Result<RenderOutput, PluginError> {
@@ -45,25 +44,11 @@ pub fn render(request: &RenderRequest) -> Result<RenderOutput, PluginError> {
         return Err(PluginError::InvalidInput(objects.errors));
     }
 
-    let namespace = request
-        .namespace
-        .as_deref()
-        .filter(|namespace| !namespace.is_empty());
-    let mut scopes = Scopes::new(request.cluster.as_ref());
-    if namespace.is_some() {
-        scopes.learn_definitions(objects.objects.iter().map(|object| &object.fields));
-    }
-    let mut manifests = Vec::with_capacity(objects.objects.len());
-    for mut object in objects.objects {
-        if let Some(namespace) = namespace {
-            scopes.default_namespace(&mut object.fields, namespace);
-        }
-        let content = serde_json::to_string(&object.fields).map_err(PluginError::other)?;
-        manifests.push(Manifest {
-            content,
-            origin: Some(object.origin),
-        });
-    }
+    let manifests = tazuna_plugin_common::encode(
+        objects.objects,
+        request.namespace.as_deref(),
+        request.cluster.as_ref(),
+    )?;
 
     let mut output = RenderOutput::new(manifests);
     output.diagnostics = objects.notes;

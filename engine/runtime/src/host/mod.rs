@@ -306,9 +306,15 @@ impl PluginHost {
             Some(dir) => {
                 wasi.preopened_dir(dir, MANIFEST_DIR, FsPerms::ReadOnly)
                     .map_err(|e| sandbox_error(format!("`{}`: {e:#}", dir.display())))?;
+                // Tools run in the scratch directory, so the host path behind
+                // `/manifest` they are given must not be relative.
+                let absolute = match dir.as_os_str().is_empty() {
+                    true => std::path::absolute("."),
+                    false => std::path::absolute(dir),
+                };
                 mounts.push(Mount {
                     guest: MANIFEST_DIR.to_owned(),
-                    host: dir.to_owned(),
+                    host: absolute.unwrap_or_else(|_| dir.to_owned()),
                 });
                 let scratch = tempfile::Builder::new()
                     .prefix("tazuna-scratch-")

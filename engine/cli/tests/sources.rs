@@ -1,0 +1,414 @@
+//! End-to-end: the built-in `helm` and `kustomize` sources, run by the real
+//! pinned `helm` and `kustomize` binaries through the host's `exec`, applied to
+//! a harness cluster and checked with kubectl; an OCI chart pushed to a real
+//! registry with `helm push` and read back with skopeo; and the errors a user
+//! meets when a chart, a kustomization or a tool is wrong or missing.
+//!
+//! Tests skip with a printed reason when the harness binaries are missing,
+//! unless `TAZUNA_E2E_REQUIRED` is set.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use tazuna_testkit::assets::Tool;
+use tazuna_testkit::e2e::{self, TestCluster};
+
+/// The pinned helm and kustomize, or a skip.
+struct Tools {
+    helm: PathBuf,
+    kustomize: PathBuf,
+}
+
+impl Tools {
+    fn locate() -> Option<Tools> {
+        let assets = e2e::tools(&[Tool::Helm, Tool::Kustomize])?;
+        Some(Tools {
+            helm: assets.path(Tool::Helm),
+            kustomize: assets.path(Tool::Kustomize),
+        })
+    }
+}
+
+/// `tazuna` in `dir`, finding the tools the way a user would configure them.
+fn tazuna(tools: &Tools, dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("KUBECONFIG")
+        .env("TAZUNA_TOOL_HELM", &tools.helm)
+        .env("TAZUNA_TOOL_KUSTOMIZE", &tools.kustomize);
+    command
+}
+
+fn on(command: &mut Command, cluster: &TestCluster) {
+    command
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .arg("--context")
+        .arg(cluster.context());
+}
+
+fn output(command: &mut Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("running `{command:?}`: {e}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn succeed(command: &mut Command) -> Output {
+    let out = output(command);
+    assert!(out.status.success(), "`{command:?}` failed: {}", text(&out));
+    out
+}
+
+fn write(dir: &Path, path: &str, content: &str) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// The test chart of the harness (a Deployment and a ConfigMap).
+fn chart() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/charts/hello")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A project with a kustomize overlay over a base, and the test chart with a
+/// values file and inline values.
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    copy_dir(&chart(), &root.join("charts/hello"));
+    write(root, "values/prod.yaml", "replicas: 3\n");
+    write(
+        root,
+        "base/kustomization.yaml",
+        "resources: [settings.yaml]\n",
+    );
+    write(
+        root,
+        "base/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  level: info\n",
+    );
+    write(
+        root,
+        "overlays/prod/kustomization.yaml",
+        "resources: [../../base]\nnamePrefix: prod-\nconfigMapGenerator:\n  - name: flags\n    literals: [beta=true]\n",
+    );
+    write(
+        root,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: namespaces
+      type: manifests
+      path: namespaces.yaml
+    - name: app
+      type: kustomize
+      path: ./overlays/prod
+      dependsOn: [namespaces]
+      kustomize:
+        defaultNamespace: web
+    - name: hello
+      type: helm
+      path: charts/hello
+      namespace: hello
+      dependsOn: [namespaces]
+      helm:
+        releaseName: demo
+        valuesFiles: [values/prod.yaml]
+        values:
+          message: hi from tazuna
+",
+    );
+    write(
+        root,
+        "namespaces.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: hello\n",
+    );
+    dir
+}
+
+fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
+    let out = succeed(cluster.kubectl().args(args).args(["-o", "json"]));
+    serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
+}
+
+#[test]
+fn helm_and_kustomize_manifests_apply_and_the_cluster_shows_their_objects() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("sources") else {
+        return;
+    };
+    let dir = project();
+
+    let mut apply = tazuna(&tools, dir.path());
+    on(&mut apply, &cluster);
+    let applied = succeed(apply.arg("apply"));
+    let stdout = String::from_utf8_lossy(&applied.stdout);
+    assert!(stdout.contains("apply: 3 ok"), "{}", text(&applied));
+
+    // kustomize: the overlay's prefix and generator, in the default namespace.
+    let settings = kubectl_json(
+        &cluster,
+        &["-n", "web", "get", "configmap", "prod-settings"],
+    );
+    assert_eq!(settings["data"]["level"], "info");
+    let generated = kubectl_json(&cluster, &["-n", "web", "get", "configmaps"]);
+    let names: Vec<&str> = generated["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        names.iter().any(|name| name.starts_with("prod-flags-")),
+        "the generated ConfigMap with its hash suffix: {names:?}"
+    );
+
+    // helm: values file, then inline values, then the cluster's capabilities.
+    let deployment = kubectl_json(
+        &cluster,
+        &["-n", "hello", "get", "deployment", "demo-hello"],
+    );
+    assert_eq!(deployment["spec"]["replicas"], 3, "from values/prod.yaml");
+    assert_eq!(
+        deployment["status"]["readyReplicas"], 3,
+        "apply waited for the rollout"
+    );
+    let config = kubectl_json(&cluster, &["-n", "hello", "get", "configmap", "demo-hello"]);
+    assert_eq!(config["data"]["message"], "hi from tazuna", "inline values");
+    let version = kubectl_json(&cluster, &["version"]);
+    assert_eq!(
+        config["data"]["kubeVersion"], version["serverVersion"]["gitVersion"],
+        "helm rendered against the target cluster's version"
+    );
+
+    // State records what each source rendered, so a rerun sends nothing.
+    let mut again = tazuna(&tools, dir.path());
+    on(&mut again, &cluster);
+    let rerun = succeed(again.arg("apply"));
+    let stdout = String::from_utf8_lossy(&rerun.stdout);
+    assert!(
+        stdout.contains("unchanged")
+            && !stdout.contains("created")
+            && !stdout.contains("configured"),
+        "a rerun changes nothing: {}",
+        text(&rerun)
+    );
+
+    // Dropping the inline message shows up in plan as that one change.
+    let file = dir.path().join("tazuna.yaml");
+    let config_text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        config_text.replace("message: hi from tazuna", "message: changed"),
+    )
+    .unwrap();
+    let mut plan = tazuna(&tools, dir.path());
+    on(&mut plan, &cluster);
+    let planned = output(plan.args(["plan", "--detailed-exitcode"]));
+    assert_eq!(planned.status.code(), Some(2), "{}", text(&planned));
+    let stdout = String::from_utf8_lossy(&planned.stdout);
+    assert!(
+        stdout.contains("ConfigMap hello/demo-hello") && stdout.contains("changed"),
+        "{}",
+        text(&planned)
+    );
+    assert!(
+        !stdout.contains("Deployment hello/demo-hello"),
+        "only the ConfigMap changes: {}",
+        text(&planned)
+    );
+}
+
+#[test]
+fn an_oci_chart_is_pushed_with_helm_and_rendered_from_the_registry() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let Some(registry) = e2e::registry() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let helm = |args: &[&str]| {
+        let mut command = Command::new(&tools.helm);
+        command
+            .current_dir(dir.path())
+            .env("HOME", &home)
+            .args(args);
+        succeed(&mut command)
+    };
+    helm(&["package", chart().to_str().unwrap(), "--destination", "."]);
+    let target = format!("oci://{}/charts", registry.host());
+    helm(&["push", "hello-0.1.0.tgz", &target, "--plain-http"]);
+
+    // An independent client sees the chart's OCI manifest.
+    if let Some(skopeo) = tazuna_testkit::assets::which("skopeo") {
+        let inspected = succeed(Command::new(skopeo).args([
+            "inspect",
+            "--tls-verify=false",
+            "--raw",
+            &format!("docker://{}/charts/hello:0.1.0", registry.host()),
+        ]));
+        let manifest: Value = serde_json::from_slice(&inspected.stdout).unwrap();
+        assert_eq!(
+            manifest["config"]["mediaType"],
+            "application/vnd.cncf.helm.config.v1+json"
+        );
+    }
+
+    write(
+        dir.path(),
+        "tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: hello
+      type: helm
+      namespace: hello
+      helm:
+        chart: {target}/hello
+        version: 0.1.0
+        plainHttp: true
+"
+        ),
+    );
+    let built = succeed(tazuna(&tools, dir.path()).args(["build", "-o", "json"]));
+    let list: Value = serde_json::from_slice(&built.stdout)
+        .unwrap_or_else(|e| panic!("build -o json: {e}: {}", text(&built)));
+    let names: Vec<String> = list["items"]
+        .as_array()
+        .expect("build -o json prints a List")
+        .iter()
+        .filter_map(|object| {
+            Some(format!(
+                "{} {}/{}",
+                object["kind"].as_str()?,
+                object["metadata"]["namespace"].as_str()?,
+                object["metadata"]["name"].as_str()?
+            ))
+        })
+        .collect();
+    assert!(
+        names.contains(&"Deployment hello/hello-hello".to_owned())
+            && names.contains(&"ConfigMap hello/hello-hello".to_owned()),
+        "the chart from the registry, released as the manifest's name: {names:?}"
+    );
+
+    // A version the registry does not have fails with helm's reason.
+    let config = std::fs::read_to_string(dir.path().join("tazuna.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        config.replace("version: 0.1.0", "version: 9.9.9"),
+    )
+    .unwrap();
+    let missing = output(tazuna(&tools, dir.path()).arg("build"));
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("manifest `hello`: plugin `helm` failed: `helm` failed")
+            && stderr.contains("9.9.9"),
+        "{}",
+        text(&missing)
+    );
+}
+
+#[test]
+fn a_broken_chart_a_missing_kustomization_and_a_missing_tool_are_explained() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let dir = project();
+    let root = dir.path();
+    // A template that dereferences a value nobody set.
+    write(
+        root,
+        "charts/hello/templates/broken.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\ndata:\n  x: {{ .Values.missing.key }}\n",
+    );
+    std::fs::remove_file(root.join("overlays/prod/kustomization.yaml")).unwrap();
+    let built = output(tazuna(&tools, root).arg("build"));
+    assert_eq!(built.status.code(), Some(1), "{}", text(&built));
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr.contains("manifest `hello`: plugin `helm` failed: `helm` failed with exit code 1")
+            && stderr.contains("broken.yaml"),
+        "helm's own reason, naming the template: {}",
+        text(&built)
+    );
+    assert!(
+        stderr.contains(
+            "manifest `app`: plugin `kustomize` failed: not found: `./overlays/prod` has no kustomization.yaml"
+        ),
+        "{}",
+        text(&built)
+    );
+    assert!(
+        stderr.contains("2 of 3 manifests failed to render"),
+        "the `manifests` source still rendered: {}",
+        text(&built)
+    );
+
+    // Without a configured or installed helm, the error says how to provide one.
+    let mut without = tazuna(&tools, root);
+    without
+        .env_remove("TAZUNA_TOOL_HELM")
+        .env("PATH", "/nonexistent");
+    let built = output(without.arg("build"));
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr.contains("tool `helm` is not installed: put it on PATH or set TAZUNA_TOOL_HELM"),
+        "{}",
+        text(&built)
+    );
+
+    // A values file outside the project is refused before helm runs.
+    let file = root.join("tazuna.yaml");
+    let config = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        config.replace(
+            "valuesFiles: [values/prod.yaml]",
+            "valuesFiles: [../../etc/passwd]",
+        ),
+    )
+    .unwrap();
+    let built = output(tazuna(&tools, root).arg("build"));
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr.contains("/valuesFiles/0: `../../etc/passwd` is outside the manifest directory"),
+        "{}",
+        text(&built)
+    );
+}

@@ -1,0 +1,119 @@
+//! The built-in `helm` source: `helm template` of a chart, run by the host (grant `exec:helm`).
+//!
+//! ```yaml
+//! - name: hello
+//!   type: helm
+//!   path: ./charts/hello            # a chart in this repository, or:
+//!   namespace: hello
+//!   helm:
+//!     # chart: oci://registry.example.com/charts/hello   # an OCI chart, or a name in `repo`
+//!     # version: 1.2.3                                   # required for remote charts
+//!     releaseName: hello            # default: the manifest's name
+//!     valuesFiles: [values/prod.yaml]
+//!     values: { replicas: 3 }
+//! ```
+//!
+//! [`config`] holds the block and its checks, [`command`] turns it into `helm template`
+//! arguments (with the target cluster's version and API versions for `.Capabilities`), and
+//! [`output`] reads helm's output back into objects named after their template.
+
+pub mod command;
+pub mod config;
+pub mod output;
+
+use tazuna_sdk::exec::Command;
+use tazuna_sdk::{PluginError, PluginInfo, RenderOutput, RenderRequest, SourcePlugin};
+
+pub use config::Config;
+
+/// The capability this plugin needs; built-ins are granted what they ask for.
+const CAPABILITY: &str = "exec:helm";
+
+/// Guest path of the values file written for the inline `values`.
+const VALUES_FILE: &str = "tazuna-values.json";
+
+/// The `helm` source plugin.
+pub struct Helm;
+
+impl SourcePlugin for Helm {
+    type Config = Config;
+
+    fn info() -> PluginInfo {
+        PluginInfo::new("helm", env!("CARGO_PKG_VERSION"))
+            .with_description(
+                "`helm template` of a chart: local (at `path`), OCI (`oci://`) or from a repository.",
+            )
+            .with_capability(CAPABILITY)
+    }
+
+    fn validate(config: &Config) -> Vec<tazuna_sdk::Diagnostic> {
+        config.check()
+    }
+
+    fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
+        let chart = config.chart(request)?;
+        if let config::Chart::Local { directory, path } = &chart
+            && !std::path::Path::new(directory).join("Chart.yaml").is_file()
+        {
+            return Err(PluginError::not_found(format_args!(
+                "`{path}` (the manifest's `path`) is not a chart: it has no Chart.yaml"
+            )));
+        }
+        let values_files = config.values_files(request)?;
+        for (file, field) in values_files.iter().zip(&config.values_files) {
+            if !std::path::Path::new(file).is_file() {
+                return Err(PluginError::not_found(format_args!(
+                    "values file `{field}` (in `helm.valuesFiles`) does not exist"
+                )));
+            }
+        }
+        let inline = match &config.values {
+            Some(values) if !values.is_empty() => {
+                let file = format!("{}/{VALUES_FILE}", request.scratch.trim_end_matches('/'));
+                let text = serde_json::to_string(values).map_err(PluginError::other)?;
+                std::fs::write(&file, text).map_err(|error| {
+                    PluginError::other(format_args!("cannot write `{file}`: {error}"))
+                })?;
+                Some(file)
+            }
+            _ => None,
+        };
+        let args = command::template_args(&command::Template {
+            release: config
+                .release_name
+                .as_deref()
+                .unwrap_or(&request.manifest_name),
+            chart: &chart,
+            config: &config,
+            namespace: request.namespace.as_deref().filter(|ns| !ns.is_empty()),
+            cluster: request.cluster.as_ref(),
+            values_files: values_files
+                .iter()
+                .map(String::as_str)
+                .chain(inline.as_deref())
+                .collect(),
+        });
+        let run = Command::new("helm")
+            .args(args)
+            .cwd(request.scratch.as_str())
+            .run_checked()?;
+        let read = output::read(&run.stdout_text());
+        if !read.objects.errors.is_empty() {
+            return Err(PluginError::InvalidInput(read.objects.errors));
+        }
+        let manifests = tazuna_plugin_common::encode(
+            read.objects.objects,
+            request.namespace.as_deref(),
+            request.cluster.as_ref(),
+        )?;
+        let mut rendered = RenderOutput::new(manifests);
+        rendered.diagnostics = read.objects.notes;
+        rendered.diagnostics.extend(read.hooks);
+        rendered
+            .resolved
+            .extend(output::resolved(&chart, &config, &run.stderr_text()));
+        Ok(rendered)
+    }
+}
+
+tazuna_sdk::export_source_plugin!(Helm);
