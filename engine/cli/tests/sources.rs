@@ -1,5 +1,5 @@
-//! End-to-end: the built-in `helm` and `kustomize` sources, run by the real
-//! pinned `helm` and `kustomize` binaries through the host's `exec`, applied to
+//! End-to-end: the built-in `helm`, `kustomize` and `helmfile` sources, run by
+//! the real pinned binaries through the host's `exec`, applied to
 //! a harness cluster and checked with kubectl; an OCI chart pushed to a real
 //! registry with `helm push` and read back with skopeo; and the errors a user
 //! meets when a chart, a kustomization or a tool is wrong or missing.
@@ -14,18 +14,20 @@ use serde_json::Value;
 use tazuna_testkit::assets::Tool;
 use tazuna_testkit::e2e::{self, TestCluster};
 
-/// The pinned helm and kustomize, or a skip.
+/// The pinned helm, kustomize and helmfile, or a skip.
 struct Tools {
     helm: PathBuf,
     kustomize: PathBuf,
+    helmfile: PathBuf,
 }
 
 impl Tools {
     fn locate() -> Option<Tools> {
-        let assets = e2e::tools(&[Tool::Helm, Tool::Kustomize])?;
+        let assets = e2e::tools(&[Tool::Helm, Tool::Kustomize, Tool::Helmfile])?;
         Some(Tools {
             helm: assets.path(Tool::Helm),
             kustomize: assets.path(Tool::Kustomize),
+            helmfile: assets.path(Tool::Helmfile),
         })
     }
 }
@@ -38,7 +40,8 @@ fn tazuna(tools: &Tools, dir: &Path) -> Command {
         .env("NO_COLOR", "1")
         .env_remove("KUBECONFIG")
         .env("TAZUNA_TOOL_HELM", &tools.helm)
-        .env("TAZUNA_TOOL_KUSTOMIZE", &tools.kustomize);
+        .env("TAZUNA_TOOL_KUSTOMIZE", &tools.kustomize)
+        .env("TAZUNA_TOOL_HELMFILE", &tools.helmfile);
     command
 }
 
@@ -95,8 +98,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A project with a kustomize overlay over a base, and the test chart with a
-/// values file and inline values.
+/// A project with a kustomize overlay over a base, the test chart with a
+/// values file and inline values, and a helmfile with two releases of the
+/// chart (one without a namespace, one with its own) and a state value.
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
@@ -116,6 +120,21 @@ fn project() -> tempfile::TempDir {
         root,
         "overlays/prod/kustomization.yaml",
         "resources: [../../base]\nnamePrefix: prod-\nconfigMapGenerator:\n  - name: flags\n    literals: [beta=true]\n",
+    );
+    write(
+        root,
+        "platform/helmfile.yaml.gotmpl",
+        "releases:
+  - name: first
+    chart: ../charts/hello
+    values:
+      - message: {{ .Values.greeting }}
+  - name: second
+    namespace: other
+    chart: ../charts/hello
+    values:
+      - replicas: 1
+",
     );
     write(
         root,
@@ -143,12 +162,24 @@ spec:
         valuesFiles: [values/prod.yaml]
         values:
           message: hi from tazuna
+    - name: platform
+      type: helmfile
+      path: platform
+      namespace: hello
+      dependsOn: [namespaces]
+      helmfile:
+        wait: true
+        timeoutSeconds: 120
+        vars:
+          greeting:
+            from: static
+            static: hi from helmfile vars
 ",
     );
     write(
         root,
         "namespaces.yaml",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: hello\n",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: hello\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: other\n",
     );
     dir
 }
@@ -159,7 +190,7 @@ fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
 }
 
 #[test]
-fn helm_and_kustomize_manifests_apply_and_the_cluster_shows_their_objects() {
+fn helm_kustomize_and_helmfile_manifests_apply_and_the_cluster_shows_their_objects() {
     let Some(tools) = Tools::locate() else {
         return;
     };
@@ -172,7 +203,7 @@ fn helm_and_kustomize_manifests_apply_and_the_cluster_shows_their_objects() {
     on(&mut apply, &cluster);
     let applied = succeed(apply.arg("apply"));
     let stdout = String::from_utf8_lossy(&applied.stdout);
-    assert!(stdout.contains("apply: 3 ok"), "{}", text(&applied));
+    assert!(stdout.contains("apply: 4 ok"), "{}", text(&applied));
 
     // kustomize: the overlay's prefix and generator, in the default namespace.
     let settings = kubectl_json(
@@ -208,6 +239,34 @@ fn helm_and_kustomize_manifests_apply_and_the_cluster_shows_their_objects() {
     assert_eq!(
         config["data"]["kubeVersion"], version["serverVersion"]["gitVersion"],
         "helm rendered against the target cluster's version"
+    );
+
+    // helmfile: the state value reached the template; a release without a
+    // namespace lands in the manifest's, one with its own keeps it.
+    let first = kubectl_json(
+        &cluster,
+        &["-n", "hello", "get", "configmap", "first-hello"],
+    );
+    assert_eq!(first["data"]["message"], "hi from helmfile vars");
+    let second = kubectl_json(
+        &cluster,
+        &["-n", "other", "get", "deployment", "second-hello"],
+    );
+    assert_eq!(second["spec"]["replicas"], 1);
+    assert_eq!(second["status"]["readyReplicas"], 1);
+    let stray = output(cluster.kubectl().args([
+        "-n",
+        "hello",
+        "get",
+        "deployment",
+        "second-hello",
+        "--ignore-not-found",
+        "-o",
+        "name",
+    ]));
+    assert!(
+        stray.stdout.is_empty(),
+        "the second release stays in its own namespace"
     );
 
     // State records what each source rendered, so a rerun sends nothing.
@@ -375,10 +434,30 @@ fn a_broken_chart_a_missing_kustomization_and_a_missing_tool_are_explained() {
         text(&built)
     );
     assert!(
-        stderr.contains("2 of 3 manifests failed to render"),
-        "the `manifests` source still rendered: {}",
+        stderr.contains("3 of 4 manifests failed to render"),
+        "the `manifests` source still rendered (helmfile uses the broken chart too): {}",
         text(&built)
     );
+
+    // A Go Tazuna var this version cannot resolve is refused by name.
+    let file = root.join("tazuna.yaml");
+    let config = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        config.replace(
+            "from: static\n            static: hi from helmfile vars",
+            "from: env\n            env: GREETING",
+        ),
+    )
+    .unwrap();
+    let built = output(tazuna(&tools, root).arg("build"));
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr.contains("manifest `platform`: plugin `helmfile` failed: invalid config: /vars/greeting/from: var `greeting`: `from: env` is not supported yet"),
+        "{}",
+        text(&built)
+    );
+    std::fs::write(&file, config).unwrap();
 
     // Without a configured or installed helm, the error says how to provide one.
     let mut without = tazuna(&tools, root);

@@ -46,6 +46,13 @@ pub const BUILTINS: &[Builtin] = &[
             "/../../target/plugins/helm.wasm"
         )),
     },
+    Builtin {
+        name: "helmfile",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/helmfile.wasm"
+        )),
+    },
 ];
 
 /// Names of the manifest types the built-ins serve.

@@ -5,12 +5,14 @@
 //! YAML read with `kubectl`'s scalar rules ([`yaml`]); with a default namespace, namespaced
 //! objects without one get it ([`scope`]); and each object is sent to the host as compact JSON,
 //! which the host parses much faster than YAML ([`encode`]). Paths from the config are checked
-//! to stay inside the manifest directory ([`paths`]).
+//! to stay inside the manifest directory ([`paths`]). `helm template` output is read with each
+//! object named after its template ([`helm`]).
 //!
 //! Plain Rust, tested on the host target:
 //! `cargo test --manifest-path plugins/Cargo.toml -p tazuna-plugin-common --target x86_64-unknown-linux-gnu`.
 
 pub mod documents;
+pub mod helm;
 pub mod paths;
 pub mod scope;
 pub mod yaml;

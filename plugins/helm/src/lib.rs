@@ -14,8 +14,9 @@
 //! ```
 //!
 //! [`config`] holds the block and its checks, [`command`] turns it into `helm template`
-//! arguments (with the target cluster's version and API versions for `.Capabilities`), and
-//! [`output`] reads helm's output back into objects named after their template.
+//! arguments (with the target cluster's version and API versions for `.Capabilities`),
+//! `tazuna-plugin-common` reads helm's output back into objects named after their template, and
+//! [`output`] finds the pin of a remote chart.
 
 pub mod command;
 pub mod config;
@@ -97,7 +98,7 @@ impl SourcePlugin for Helm {
             .args(args)
             .cwd(request.scratch.as_str())
             .run_checked()?;
-        let read = output::read(&run.stdout_text());
+        let read = tazuna_plugin_common::helm::read(&run.stdout_text());
         if !read.objects.errors.is_empty() {
             return Err(PluginError::InvalidInput(read.objects.errors));
         }

@@ -78,21 +78,30 @@ fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
             outln!("{}", serde_json::to_string_pretty(&list)?);
         }
         OutputFormat::Text => {
+            let capabilities: Vec<String> = rows
+                .iter()
+                .map(|(_, p)| p.capabilities().to_string())
+                .collect();
+            let width = capabilities
+                .iter()
+                .map(String::len)
+                .chain(["CAPABILITIES".len()])
+                .max()
+                .unwrap_or_default();
             outln!(
-                "{:<12} {:<9} {:<36} {:<14} SOURCE",
+                "{:<12} {:<9} {:<36} {:<width$}  SOURCE",
                 "NAME",
                 "VERSION",
                 "WORLD",
                 "CAPABILITIES"
             );
-            for (source, p) in &rows {
+            for ((source, p), capabilities) in rows.iter().zip(&capabilities) {
                 let info = p.info();
                 outln!(
-                    "{:<12} {:<9} {:<36} {:<14} {source}",
+                    "{:<12} {:<9} {:<36} {capabilities:<width$}  {source}",
                     info.name,
                     info.version,
                     SOURCE_WORLD,
-                    p.capabilities().to_string()
                 );
             }
         }

@@ -608,6 +608,9 @@ impl Expander<'_> {
                 });
             }
         };
+        if kind == "helmfile" && wait.is_none() {
+            wait = go_helmfile_wait(&config);
+        }
         let (depends_on, depends_at) = depends_on.into_iter().map(|(name, at)| (name, *at)).unzip();
         self.claims.push(Claim {
             name: name.clone(),
@@ -695,6 +698,24 @@ impl Expander<'_> {
             )?;
         }
         Ok(())
+    }
+}
+
+/// Go Tazuna kept a helmfile manifest's wait in its block (`helmfile.wait`,
+/// `helmfile.timeoutSeconds`); they count when the manifest has no `wait` of its own.
+fn go_helmfile_wait(config: &serde_json::Value) -> Option<Wait> {
+    let wait = config.get("wait").and_then(serde_json::Value::as_bool);
+    let timeout = config
+        .get("timeoutSeconds")
+        .and_then(serde_json::Value::as_u64)
+        .filter(|secs| *secs > 0)
+        .map(Duration::from_secs);
+    match (wait, timeout) {
+        (Some(false), _) => Some(Wait::Off),
+        (None, None) => None,
+        (_, timeout) => Some(Wait::On {
+            timeout: timeout.unwrap_or(Wait::DEFAULT_TIMEOUT),
+        }),
     }
 }
 
@@ -1519,6 +1540,28 @@ mod tests {
         assert_eq!(
             substitute_environment("path: ./overlays/{{.Environment}}/x", None),
             "path: ./overlays//x"
+        );
+    }
+
+    #[test]
+    fn go_helmfile_blocks_carry_their_wait() {
+        let wait = |json: &str| go_helmfile_wait(&serde_json::from_str(json).unwrap());
+        assert_eq!(wait("{}"), None);
+        assert_eq!(
+            wait(r#"{"wait": false, "timeoutSeconds": 9}"#),
+            Some(Wait::Off)
+        );
+        assert_eq!(
+            wait(r#"{"wait": true}"#),
+            Some(Wait::On {
+                timeout: Wait::DEFAULT_TIMEOUT
+            })
+        );
+        assert_eq!(
+            wait(r#"{"timeoutSeconds": 120}"#),
+            Some(Wait::On {
+                timeout: Duration::from_secs(120)
+            })
         );
     }
 

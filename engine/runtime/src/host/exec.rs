@@ -22,7 +22,18 @@ pub const OUTPUT_CAP: usize = 64 * 1024 * 1024;
 const REFUSED_ARGS: &[(&str, &[&str])] = &[
     ("helm", &["--post-renderer"]),
     ("kustomize", &["--enable-exec", "--enable-alpha-plugins"]),
-    ("helmfile", &["--helm-binary", "--kustomize-binary"]),
+    (
+        "helmfile",
+        &[
+            "--helm-binary",
+            "-b",
+            "--kustomize-binary",
+            "-k",
+            "--post-renderer",
+            "--args",
+            "--template-args",
+        ],
+    ),
 ];
 
 /// A guest directory and the host directory behind it.
@@ -97,7 +108,7 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         .args(&args)
         .current_dir(&cwd)
         .env_clear()
-        .env("PATH", scrubbed_path())
+        .env("PATH", tool_path(ctx.capabilities))
         .env("HOME", &cwd)
         .stdin(if command.stdin.is_some() {
             Stdio::piped()
@@ -189,9 +200,34 @@ pub fn locate(tool: &str) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-fn scrubbed_path() -> String {
-    "/usr/local/bin:/usr/bin:/bin".to_owned()
+/// The tool's `PATH`: the directories of the tools the plugin may run (so
+/// `helmfile` finds the `helm` that `TAZUNA_TOOL_HELM` names), then the system
+/// directories. The caller's own `PATH` is not passed on.
+fn tool_path(capabilities: &Capabilities) -> String {
+    let binaries = capabilities
+        .iter()
+        .filter_map(|capability| capability.strip_prefix("exec:"))
+        .filter(|tool| !tool.contains('*'))
+        .filter_map(locate);
+    path_of(binaries)
 }
+
+/// The directories of `binaries`, each once, then the system directories.
+fn path_of(binaries: impl Iterator<Item = PathBuf>) -> String {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in binaries.filter_map(|binary| binary.parent().map(Path::to_path_buf)) {
+        if !dir.as_os_str().is_empty() && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs.extend(SYSTEM_PATH.iter().map(PathBuf::from));
+    std::env::join_paths(dirs)
+        .map(|path| path.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| SYSTEM_PATH.join(":"))
+}
+
+/// Where every tool may look for system programs.
+const SYSTEM_PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
 
 /// Map a guest path inside a mount to its host path; `None` if it is outside
 /// every mount or climbs out with `..`.
@@ -236,6 +272,23 @@ mod tests {
                 host: "/tmp/call-1".into(),
             },
         ]
+    }
+
+    #[test]
+    fn tools_find_the_other_granted_tools_first_then_system_programs() {
+        let path = path_of(
+            [
+                PathBuf::from("/cache/helmfile-v1.8.0/helmfile"),
+                PathBuf::from("/cache/helm-v4.3.2/helm"),
+                PathBuf::from("/cache/helm-v4.3.2/helm"),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            path,
+            "/cache/helmfile-v1.8.0:/cache/helm-v4.3.2:/usr/local/bin:/usr/bin:/bin"
+        );
+        assert_eq!(path_of(std::iter::empty()), "/usr/local/bin:/usr/bin:/bin");
     }
 
     #[test]
