@@ -1,12 +1,19 @@
 //! `tazuna.lock`: what a `tazuna.yaml` is pinned to, written by Tazuna and
 //! committed next to the file.
 //!
-//! Today it records which cluster each environment is bound to: the first
-//! apply to a cluster writes the UID of its `kube-system` namespace here, and
-//! every later write is refused if the context's cluster has another UID, even
-//! when the context name still matches. `--rebind` replaces a binding on
-//! purpose. Keys this version does not know are kept as they are, so an older
-//! tazuna never drops what a newer one wrote.
+//! It records two things:
+//!
+//! - which cluster each environment is bound to: the first apply to a cluster
+//!   writes the UID of its `kube-system` namespace here, and every later write
+//!   is refused if the context's cluster has another UID, even when the context
+//!   name still matches. `--rebind` replaces a binding on purpose.
+//! - which exact component each `oci://` plugin of `spec.plugins` resolved to:
+//!   its version, manifest and component digests, world, and a hash of the
+//!   grants it was pinned with. Runs pull by these digests only (and work
+//!   offline from the cache); `tazuna plugin update` re-resolves.
+//!
+//! Keys this version does not know are kept as they are, so an older tazuna
+//! never drops what a newer one wrote.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,11 +23,10 @@ use serde::{Deserialize, Serialize};
 /// The key of the binding used when no environment is selected.
 pub const DEFAULT_BINDING: &str = "default";
 
-const HEADER: &str =
-    "# tazuna.lock: written by tazuna. Commit it; it binds this file to its clusters.\n";
+const HEADER: &str = "# tazuna.lock: written by tazuna. Commit it; it pins this file's plugins and binds it to its clusters.\n";
 
 /// The lock file's content.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lockfile {
     /// Format version.
@@ -29,6 +35,9 @@ pub struct Lockfile {
     /// Cluster bindings by environment name ([`DEFAULT_BINDING`] without `-e`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub clusters: BTreeMap<String, ClusterBinding>,
+    /// Pins of `oci://` plugins, by plugin name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plugins: BTreeMap<String, PluginPin>,
     /// Sections this version does not know, kept verbatim.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_yaml::Value>,
@@ -36,6 +45,18 @@ pub struct Lockfile {
 
 fn format_version() -> u32 {
     1
+}
+
+impl Default for Lockfile {
+    /// An empty lock in the current format.
+    fn default() -> Self {
+        Self {
+            version: format_version(),
+            clusters: BTreeMap::new(),
+            plugins: BTreeMap::new(),
+            other: BTreeMap::new(),
+        }
+    }
 }
 
 /// The cluster an environment was first applied to.
@@ -50,6 +71,38 @@ pub struct ClusterBinding {
     pub server: String,
     /// When the binding was made (RFC 3339).
     pub bound_at: String,
+}
+
+/// The exact component an `oci://` plugin resolved to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginPin {
+    /// `source` as `tazuna.yaml` gave it (`oci://host/repo`).
+    pub source: String,
+    /// `version` as `tazuna.yaml` gave it, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    /// The version it resolved to (the tag that was pulled).
+    pub version: String,
+    /// Digest of the OCI manifest (`sha256:…`): what runs pull by.
+    pub manifest_digest: String,
+    /// Digest of the component itself (`sha256:…`): what the cache holds.
+    pub component_digest: String,
+    /// The WIT world it implements.
+    pub world: String,
+    /// [`grants_hash`] of the grants it was pinned with.
+    pub grants: String,
+}
+
+/// A short, order-independent digest of a plugin's grants, so a changed grant
+/// shows in the lock file's diff and a run notices it.
+pub fn grants_hash(grants: &[String]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<&str> = grants.iter().map(String::as_str).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let digest = Sha256::digest(sorted.join("\n").as_bytes());
+    format!("sha256:{}", hex::encode(&digest[..8]))
 }
 
 /// Why the lock file could not be read or written.
@@ -90,10 +143,7 @@ impl Lockfile {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Self {
-                    version: format_version(),
-                    ..Self::default()
-                });
+                return Ok(Self::default());
             }
             Err(source) => {
                 return Err(LockError::Io {
@@ -179,12 +229,38 @@ mod tests {
     fn sections_from_newer_versions_are_kept() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tazuna.lock");
-        std::fs::write(&path, "version: 1\nplugins:\n- name: x\n").unwrap();
+        std::fs::write(&path, "version: 1\nfuture:\n- name: x\n").unwrap();
         let mut lock = Lockfile::load(&path).unwrap();
         lock.bind(None, binding("uid-a"));
         lock.save(&path).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.contains("plugins:\n- name: x"), "{text}");
+        assert!(text.contains("future:\n- name: x"), "{text}");
+    }
+
+    #[test]
+    fn plugin_pins_round_trip_and_the_grants_hash_ignores_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tazuna.lock");
+        let mut lock = Lockfile::default();
+        let pin = PluginPin {
+            source: "oci://127.0.0.1:5000/plugins/configmap".into(),
+            constraint: Some(">=0.1, <0.2".into()),
+            version: "0.1.3".into(),
+            manifest_digest: "sha256:aa".into(),
+            component_digest: "sha256:bb".into(),
+            world: "tazuna:plugin/source-plugin@0.1.0".into(),
+            grants: grants_hash(&["exec:helm".into(), "artifacts:pull".into()]),
+        };
+        lock.plugins.insert("configmap".into(), pin.clone());
+        lock.save(&path).unwrap();
+        let again = Lockfile::load(&path).unwrap();
+        assert_eq!(again.plugins["configmap"], pin);
+        assert_eq!(
+            pin.grants,
+            grants_hash(&["artifacts:pull".into(), "exec:helm".into()])
+        );
+        assert_ne!(pin.grants, grants_hash(&["exec:helm".into()]));
+        assert_ne!(grants_hash(&[]), grants_hash(&["exec:helm".into()]));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod apply;
 pub mod checks;
 pub mod cluster;
 pub mod destroy;
+pub mod distribution;
 pub mod guard;
 pub mod host;
 pub mod live;

@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256};
 use tazuna_core::config::{Plugin, PluginSource};
 
+use crate::distribution::{self, Blobs, DistributionError, Fetched, Resolve};
 use crate::host::{Grants, HostError, PluginHost, SourcePlugin};
+use tazuna_core::lock::{Lockfile, PluginPin};
 
 /// A plugin compiled into the binary.
 #[derive(Debug, Clone, Copy)]
@@ -76,15 +78,18 @@ pub enum PluginLoadError {
         /// Why.
         error: std::io::Error,
     },
-    /// OCI sources need the distribution support that is not built yet.
-    #[error(
-        "plugin `{name}`: `oci://{reference}` sources are not supported yet\nhint: download the component and use `source: file://<path>` for now"
-    )]
-    UnsupportedSource {
+    /// An `oci://` plugin could not be resolved or pulled.
+    #[error(transparent)]
+    Distribution(#[from] DistributionError),
+    /// A newly pinned `oci://` plugin asks for capabilities nobody granted.
+    #[error("plugin `{name}` {version} asks for capabilities that `spec.plugins` does not grant: {}\nhint: add them to the plugin's `grants` in tazuna.yaml if you trust it with them, or pin a version that does not need them", missing.join(", "))]
+    Ungranted {
         /// Plugin name.
         name: String,
-        /// The OCI reference.
-        reference: String,
+        /// Its version.
+        version: String,
+        /// What it asks for beyond its grants.
+        missing: Vec<String>,
     },
     /// The bytes do not match the pinned digest.
     #[error("plugin `{name}`: digest mismatch: `tazuna.yaml` pins `{expected}` but `{}` has `sha256:{actual}`\nhint: if the new component is intended, update `digest` in tazuna.yaml", path.display())]
@@ -119,11 +124,13 @@ pub struct PluginSet {
 impl PluginSet {
     /// Load the plugins for `types`, preferring a declared plugin over a
     /// built-in of the same name. Unknown types are left out (the config
-    /// check reports them first).
+    /// check reports them first). `fetched` holds the components of the
+    /// declared `oci://` plugins ([`fetch_oci`]).
     pub fn load(
         host: &PluginHost,
         types: &[&str],
         declared: &[Plugin],
+        fetched: &BTreeMap<String, Fetched>,
     ) -> Result<Self, PluginLoadError> {
         let mut plugins = BTreeMap::new();
         for &kind in types {
@@ -131,7 +138,7 @@ impl PluginSet {
                 continue;
             }
             let plugin = if let Some(decl) = declared.iter().find(|d| d.name == kind) {
-                load_declared(host, decl)?
+                load_declared(host, decl, fetched.get(kind))?
             } else if let Some(builtin) = BUILTINS.iter().find(|b| b.name == kind) {
                 host.load_source(builtin.name, builtin.component, Grants::Requested)?
             } else {
@@ -148,32 +155,75 @@ impl PluginSet {
     }
 }
 
-fn load_declared(host: &PluginHost, decl: &Plugin) -> Result<SourcePlugin, PluginLoadError> {
-    let path = match &decl.source {
-        PluginSource::File { path } => path,
-        PluginSource::Oci { reference } => {
-            return Err(PluginLoadError::UnsupportedSource {
-                name: decl.name.clone(),
-                reference: reference.clone(),
-            });
-        }
-    };
-    let bytes = std::fs::read(path).map_err(|error| PluginLoadError::Read {
-        name: decl.name.clone(),
-        path: path.clone(),
-        error,
-    })?;
-    if let Some(expected) = &decl.digest {
-        let actual = hex::encode(Sha256::digest(&bytes));
-        if expected.strip_prefix("sha256:") != Some(actual.as_str()) {
-            return Err(PluginLoadError::DigestMismatch {
+/// Resolve the components of the declared `oci://` plugins among `types`,
+/// by their pins in `lock` where they have one (see [`distribution::fetch`]).
+pub async fn fetch_oci(
+    declared: &[Plugin],
+    types: &[&str],
+    lock: &Lockfile,
+    resolve: Resolve,
+    blobs: &Blobs,
+) -> Result<BTreeMap<String, Fetched>, PluginLoadError> {
+    let mut fetched = BTreeMap::new();
+    for decl in declared.iter().filter(|d| types.contains(&d.name.as_str())) {
+        let PluginSource::Oci { reference } = &decl.source else {
+            continue;
+        };
+        let pin = lock.plugins.get(&decl.name);
+        let component = distribution::fetch(decl, reference, pin, resolve, blobs).await?;
+        fetched.insert(decl.name.clone(), component);
+    }
+    Ok(fetched)
+}
+
+/// The pins that changed, for `tazuna.lock`. A plugin pulled by digest alone
+/// gets the version it reports.
+pub fn new_pins(set: &PluginSet, fetched: BTreeMap<String, Fetched>) -> Vec<(String, PluginPin)> {
+    fetched
+        .into_iter()
+        .filter(|(_, f)| f.repinned)
+        .map(|(name, f)| {
+            let mut pin = f.pin;
+            if pin.version.is_empty()
+                && let Some(plugin) = set.get(&name)
+            {
+                pin.version = plugin.info().version.clone();
+            }
+            (name, pin)
+        })
+        .collect()
+}
+
+fn load_declared(
+    host: &PluginHost,
+    decl: &Plugin,
+    fetched: Option<&Fetched>,
+) -> Result<SourcePlugin, PluginLoadError> {
+    let bytes = match (&decl.source, fetched) {
+        (PluginSource::File { path }, _) => {
+            let bytes = std::fs::read(path).map_err(|error| PluginLoadError::Read {
                 name: decl.name.clone(),
                 path: path.clone(),
-                expected: expected.clone(),
-                actual,
-            });
+                error,
+            })?;
+            if let Some(expected) = &decl.digest {
+                let actual = hex::encode(Sha256::digest(&bytes));
+                if expected.strip_prefix("sha256:") != Some(actual.as_str()) {
+                    return Err(PluginLoadError::DigestMismatch {
+                        name: decl.name.clone(),
+                        path: path.clone(),
+                        expected: expected.clone(),
+                        actual,
+                    });
+                }
+            }
+            std::borrow::Cow::Owned(bytes)
         }
-    }
+        (PluginSource::Oci { .. }, Some(fetched)) => std::borrow::Cow::Borrowed(&fetched.bytes[..]),
+        (PluginSource::Oci { reference }, None) => {
+            unreachable!("oci://{reference} is fetched before plugins load")
+        }
+    };
     let plugin = host.load_source(&decl.name, &bytes, Grants::List(&decl.grants))?;
     if let Some(wanted) = &decl.version {
         let version = plugin.info().version.trim_start_matches('v');
@@ -183,6 +233,24 @@ fn load_declared(host: &PluginHost, decl: &Plugin) -> Result<SourcePlugin, Plugi
                 name: decl.name.clone(),
                 wanted: wanted.clone(),
                 actual: plugin.info().version.clone(),
+            });
+        }
+    }
+    // A component pinned now must not ask for more than the file grants: the
+    // pin is a decision, and a new capability needs a new grant.
+    if fetched.is_some_and(|f| f.repinned) {
+        let missing: Vec<String> = plugin
+            .info()
+            .capabilities
+            .iter()
+            .filter(|requested| !plugin.capabilities().allows(requested))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            return Err(PluginLoadError::Ungranted {
+                name: decl.name.clone(),
+                version: plugin.info().version.clone(),
+                missing,
             });
         }
     }

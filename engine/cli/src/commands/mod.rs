@@ -18,6 +18,8 @@ pub mod verify;
 pub mod version;
 
 use tazuna_core::config::{self, Config, LoadOptions, Manifest};
+use tazuna_core::lock::Lockfile;
+use tazuna_engine::distribution::{Blobs, Resolve};
 use tazuna_engine::host::PluginHost;
 use tazuna_engine::plugins::{self, PluginSet};
 
@@ -47,12 +49,61 @@ pub fn load_plugins(
     config: &Config,
     manifests: &[&Manifest],
 ) -> anyhow::Result<(PluginHost, PluginSet)> {
-    let host = PluginHost::new(settings.host.clone())?;
     let mut types: Vec<&str> = manifests.iter().map(|m| m.kind.as_str()).collect();
     types.sort_unstable();
     types.dedup();
-    let set = PluginSet::load(&host, &types, &config.spec.plugins)?;
+    load_plugin_set(settings, config, &types, Resolve::Pinned)
+}
+
+/// Start the plugin host and load the plugins for `types`: `oci://` plugins
+/// by their pins in tazuna.lock (resolved and pinned when they have none, or
+/// again with [`Resolve::Again`]).
+pub fn load_plugin_set(
+    settings: &GlobalSettings,
+    config: &Config,
+    types: &[&str],
+    resolve: Resolve,
+) -> anyhow::Result<(PluginHost, PluginSet)> {
+    let host = PluginHost::new(settings.host.clone())?;
+    let declared = &config.spec.plugins;
+    let lock_path = Lockfile::path_for(&settings.file);
+    let needs_oci = declared.iter().any(|d| {
+        matches!(d.source, config::PluginSource::Oci { .. }) && types.contains(&d.name.as_str())
+    });
+    if !needs_oci {
+        let set = PluginSet::load(&host, types, declared, &Default::default())?;
+        return Ok((host, set));
+    }
+    let mut lock = Lockfile::load(&lock_path)?;
+    let blobs = Blobs::new(settings.host.cache_dir.as_deref());
+    let fetched = block_on(plugins::fetch_oci(declared, types, &lock, resolve, &blobs))?;
+    let set = PluginSet::load(&host, types, declared, &fetched)?;
+    let pins = plugins::new_pins(&set, fetched);
+    if !pins.is_empty() {
+        for (name, pin) in pins {
+            eprintln!(
+                "pinned plugin `{name}` {} ({}) in {}",
+                pin.version,
+                pin.manifest_digest,
+                lock_path.display()
+            );
+            lock.plugins.insert(name, pin);
+        }
+        lock.save(&lock_path)?;
+    }
     Ok((host, set))
+}
+
+/// Run `future` to completion, inside or outside a runtime.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => tokio::task::block_in_place(|| handle.block_on(future)),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+            .block_on(future),
+    }
 }
 
 /// The async runtime for commands that talk to a cluster.

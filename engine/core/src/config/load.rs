@@ -719,6 +719,23 @@ fn go_helmfile_wait(config: &serde_json::Value) -> Option<Wait> {
     }
 }
 
+/// Whether `reference` (after `oci://`) has the shape
+/// `host[:port]/repo[:tag][@digest]`: a tag's `:` is in the last path segment,
+/// a port's in the first.
+fn is_oci_reference(reference: &str) -> bool {
+    let named = reference
+        .split_once('@')
+        .map_or(reference, |(named, _)| named);
+    let Some((host, path)) = named.split_once('/') else {
+        return false;
+    };
+    let repository = match path.rsplit_once('/') {
+        Some((parent, last)) => (parent, last.split_once(':').map_or(last, |(l, _)| l)),
+        None => ("", path.split_once(':').map_or(path, |(p, _)| p)),
+    };
+    !host.is_empty() && !repository.1.is_empty() && !repository.0.starts_with('/')
+}
+
 fn parse_wait(
     doc: &Document,
     path: &YamlPath,
@@ -1053,8 +1070,7 @@ fn build_plugins(
             ));
         }
         let source = if let Some(reference) = raw.source.strip_prefix("oci://") {
-            let (repo, _) = reference.split_once(['@', ':']).unwrap_or((reference, ""));
-            if !repo.contains('/') || repo.starts_with('/') || repo.ends_with('/') {
+            if !is_oci_reference(reference) {
                 return Err(invalid_source(doc, &at, &raw.source));
             }
             PluginSource::Oci {
@@ -1541,6 +1557,28 @@ mod tests {
             substitute_environment("path: ./overlays/{{.Environment}}/x", None),
             "path: ./overlays//x"
         );
+    }
+
+    #[test]
+    fn oci_references_may_carry_a_port_a_tag_and_a_digest() {
+        for good in [
+            "ghcr.io/acme/vault",
+            "127.0.0.1:5000/plugins/configmap",
+            "127.0.0.1:5000/plugins/configmap:0.1.0",
+            "ghcr.io/acme/vault:1.2.3@sha256:abc",
+            "localhost:5000/x",
+        ] {
+            assert!(is_oci_reference(good), "{good}");
+        }
+        for bad in [
+            "vault",
+            "/acme/vault",
+            "ghcr.io/",
+            "ghcr.io/acme/",
+            "127.0.0.1:5000",
+        ] {
+            assert!(!is_oci_reference(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -1,0 +1,322 @@
+//! End-to-end: third-party plugins from a real OCI registry (Debian's
+//! `docker-registry`). `tazuna plugin push` publishes real wasm components,
+//! skopeo (an independent client) reads the artifacts back, and `tazuna build`
+//! resolves, pins (tazuna.lock), caches and, once pinned, runs offline.
+//!
+//! Tests skip with a printed reason when the registry binary is missing,
+//! unless `TAZUNA_E2E_REQUIRED` is set.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tazuna_testkit::e2e;
+use tazuna_testkit::registry::Registry;
+
+fn component(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/plugins/{name}.wasm"))
+}
+
+fn sha256_file(path: &Path) -> String {
+    format!(
+        "sha256:{}",
+        hex::encode(Sha256::digest(std::fs::read(path).unwrap()))
+    )
+}
+
+/// `tazuna` in `dir`, with its own cache directory and docker config.
+fn tazuna(dir: &Path, cache: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("TAZUNA_CACHE_DIR", cache)
+        .env("DOCKER_CONFIG", dir.join("docker"));
+    command
+}
+
+fn output(command: &mut Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("running `{command:?}`: {e}"))
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn succeed(command: &mut Command) -> Output {
+    let out = output(command);
+    assert!(out.status.success(), "`{command:?}` failed: {}", text(&out));
+    out
+}
+
+fn fail(command: &mut Command) -> String {
+    let out = output(command);
+    assert_eq!(out.status.code(), Some(1), "`{command:?}`: {}", text(&out));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The raw OCI manifest of `reference`, read with skopeo, if skopeo is here.
+fn skopeo_manifest(reference: &str) -> Option<Value> {
+    let skopeo = tazuna_testkit::assets::which("skopeo")?;
+    let out = succeed(Command::new(skopeo).args([
+        "inspect",
+        "--tls-verify=false",
+        "--raw",
+        &format!("docker://{reference}"),
+    ]));
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn push(dir: &Path, cache: &Path, wasm: &Path, reference: &str) -> String {
+    let out = succeed(
+        tazuna(dir, cache)
+            .args(["plugin", "push"])
+            .arg(wasm)
+            .arg(reference),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("digest: "))
+        .unwrap_or_else(|| panic!("push prints the digest: {stdout}"))
+        .to_owned()
+}
+
+fn config(registry: &Registry, version: &str, grants: &str) -> String {
+    format!(
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: configmap
+      source: oci://{}/plugins/configmap
+      version: \"{version}\"
+      grants: [{grants}]
+  manifests:
+    - name: settings
+      type: configmap
+      namespace: apps
+      configmap:
+        data:
+          LOG_LEVEL: debug
+",
+        registry.host()
+    )
+}
+
+fn lock(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("tazuna.lock")).expect("tazuna.lock is written");
+    serde_yaml::from_str(&text).unwrap()
+}
+
+#[test]
+fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
+    let Some(registry) = e2e::registry() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let cache = root.join("cache");
+    let example = component("example");
+    let probe = component("probe");
+
+    // Publish: the example plugin as 0.1.0, a different component as 0.2.0.
+    let host = registry.host();
+    let digest = push(
+        root,
+        &cache,
+        &example,
+        &format!("oci://{host}/plugins/configmap:0.1.0"),
+    );
+    push(
+        root,
+        &cache,
+        &probe,
+        &format!("oci://{host}/plugins/configmap:0.2.0"),
+    );
+    if let Some(manifest) = skopeo_manifest(&format!("{host}/plugins/configmap:0.1.0")) {
+        assert_eq!(
+            manifest["config"]["mediaType"],
+            "application/vnd.wasm.config.v0+json"
+        );
+        assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
+        assert_eq!(
+            manifest["layers"][0]["digest"],
+            sha256_file(&example).as_str()
+        );
+    }
+
+    // First use: the newest tag within the constraint is pulled and pinned.
+    std::fs::write(
+        root.join("tazuna.yaml"),
+        config(&registry, ">=0.1, <0.2", ""),
+    )
+    .unwrap();
+    let built = succeed(tazuna(root, &cache).args(["build", "-o", "json"]));
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr.contains(&format!("pinned plugin `configmap` 0.1.0 ({digest})")),
+        "{}",
+        text(&built)
+    );
+    let list: Value = serde_json::from_slice(&built.stdout).unwrap();
+    assert_eq!(list["items"][0]["kind"], "ConfigMap");
+    assert_eq!(list["items"][0]["data"]["LOG_LEVEL"], "debug");
+    let pin = &lock(root)["plugins"]["configmap"];
+    assert_eq!(
+        pin["source"],
+        format!("oci://{host}/plugins/configmap").as_str()
+    );
+    assert_eq!(pin["version"], "0.1.0");
+    assert_eq!(pin["manifestDigest"], digest.as_str());
+    assert_eq!(pin["componentDigest"], sha256_file(&example).as_str());
+    assert_eq!(pin["world"], "tazuna:plugin/source-plugin@0.1.0");
+    let cached = cache
+        .join("blobs/sha256")
+        .join(sha256_file(&example).trim_start_matches("sha256:"));
+    assert!(cached.is_file(), "the component is cached by its digest");
+
+    // A constraint nothing satisfies names what the registry has.
+    std::fs::write(root.join("tazuna.yaml"), config(&registry, "^9", "")).unwrap();
+    let stderr = fail(tazuna(root, &cache).args(["plugin", "update"]));
+    assert!(
+        stderr.contains("no tag of `oci://")
+            && stderr.contains("satisfies `^9`; the registry has: 0.1.0, 0.2.0"),
+        "{stderr}"
+    );
+
+    // Widening the constraint does not move the pin by itself.
+    std::fs::write(root.join("tazuna.yaml"), config(&registry, ">=0.1", "")).unwrap();
+    let stderr = fail(tazuna(root, &cache).arg("build"));
+    assert!(
+        stderr.contains("`version` changed since tazuna.lock pinned it")
+            && stderr.contains("run `tazuna plugin update configmap`"),
+        "{stderr}"
+    );
+    // `plugin update` resolves 0.2.0, which asks for a capability nobody
+    // granted: refused, and the lock keeps its pin.
+    let stderr = fail(tazuna(root, &cache).args(["plugin", "update"]));
+    assert!(
+        stderr.contains("asks for capabilities that `spec.plugins` does not grant: exec:echo"),
+        "{stderr}"
+    );
+    assert_eq!(lock(root)["plugins"]["configmap"]["version"], "0.1.0");
+    // Granted, the update goes through.
+    std::fs::write(
+        root.join("tazuna.yaml"),
+        config(&registry, ">=0.1", "exec:echo"),
+    )
+    .unwrap();
+    let updated = succeed(tazuna(root, &cache).args(["plugin", "update", "configmap"]));
+    let stdout = String::from_utf8_lossy(&updated.stdout);
+    assert!(
+        stdout.starts_with("configmap: 0.1.0 (sha256:") && stdout.contains("-> 0.2.0"),
+        "{stdout}"
+    );
+    assert_eq!(
+        lock(root)["plugins"]["configmap"]["componentDigest"],
+        sha256_file(&probe).as_str()
+    );
+
+    // Back to 0.1.0 for the offline part.
+    std::fs::write(
+        root.join("tazuna.yaml"),
+        config(&registry, ">=0.1, <0.2", ""),
+    )
+    .unwrap();
+    succeed(tazuna(root, &cache).args(["plugin", "update"]));
+    let pinned = std::fs::read_to_string(root.join("tazuna.lock")).unwrap();
+
+    // Offline: with the registry gone, the pinned and cached component runs.
+    drop(registry);
+    let built = succeed(tazuna(root, &cache).arg("build"));
+    assert!(String::from_utf8_lossy(&built.stdout).contains("LOG_LEVEL: debug"));
+    assert!(!String::from_utf8_lossy(&built.stderr).contains("pinned"));
+    assert_eq!(
+        std::fs::read_to_string(root.join("tazuna.lock")).unwrap(),
+        pinned
+    );
+    // ...and without the cache it has to pull, and says where from.
+    let stderr = fail(tazuna(root, &root.join("empty-cache")).arg("build"));
+    assert!(
+        stderr.contains("plugin `configmap`: cannot pull `oci://") && stderr.contains(&digest),
+        "pulls by the pinned digest: {stderr}"
+    );
+}
+
+#[test]
+fn a_declared_digest_that_differs_is_a_hard_error() {
+    let Some(registry) = e2e::registry() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let cache = root.join("cache");
+    push(
+        root,
+        &cache,
+        &component("example"),
+        &format!("oci://{}/plugins/configmap:0.1.0", registry.host()),
+    );
+    let wrong = format!("sha256:{}", "0".repeat(64));
+    let file = config(&registry, "^0.1", "").replace(
+        "      grants: []\n",
+        &format!("      grants: []\n      digest: {wrong}\n"),
+    );
+    std::fs::write(root.join("tazuna.yaml"), file).unwrap();
+    let stderr = fail(tazuna(root, &cache).arg("build"));
+    assert!(
+        stderr.contains(&format!("digest mismatch: tazuna.yaml pins `{wrong}`")),
+        "{stderr}"
+    );
+    assert!(!root.join("tazuna.lock").exists(), "nothing is pinned");
+}
+
+#[test]
+fn a_registry_that_needs_a_login_uses_the_docker_config() {
+    let Some(registry) = e2e::registry_with_basic_auth("robot", "s3cret-pass") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let cache = root.join("cache");
+    let reference = format!("oci://{}/plugins/configmap:0.1.0", registry.host());
+
+    let stderr = fail(
+        tazuna(root, &cache)
+            .args(["plugin", "push"])
+            .arg(component("example"))
+            .arg(&reference),
+    );
+    assert!(
+        stderr.contains("cannot push to") && stderr.contains("docker login"),
+        "{stderr}"
+    );
+
+    std::fs::create_dir_all(root.join("docker")).unwrap();
+    std::fs::write(
+        root.join("docker/config.json"),
+        format!(
+            r#"{{"auths": {{"{}": {{"auth": "cm9ib3Q6czNjcmV0LXBhc3M="}}}}}}"#,
+            registry.host()
+        ),
+    )
+    .unwrap();
+    push(root, &cache, &component("example"), &reference);
+    std::fs::write(root.join("tazuna.yaml"), config(&registry, "^0.1", "")).unwrap();
+    let built = succeed(tazuna(root, &cache).arg("build"));
+    assert!(String::from_utf8_lossy(&built.stdout).contains("LOG_LEVEL: debug"));
+    let lock_text = std::fs::read_to_string(root.join("tazuna.lock")).unwrap();
+    assert!(
+        !lock_text.contains("s3cret"),
+        "credentials never reach the lock"
+    );
+}
