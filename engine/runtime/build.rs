@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-const BUILTINS: &[&str] = &["manifests", "kustomize", "helm", "helmfile"];
+const BUILTINS: &[&str] = &["manifests", "kustomize", "helm", "helmfile", "oras"];
 
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/plugins");

@@ -23,6 +23,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_kustomize", "kustomize"),
     ("tazuna_plugin_helm", "helm"),
     ("tazuna_plugin_helmfile", "helmfile"),
+    ("tazuna_plugin_oras", "oras"),
     ("tazuna_plugin_probe", "probe"),
     ("tazuna_example_plugin", "example"),
 ];

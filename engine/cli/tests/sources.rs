@@ -1,5 +1,7 @@
-//! End-to-end: the built-in `helm`, `kustomize` and `helmfile` sources, run by
-//! the real pinned binaries through the host's `exec`, applied to
+//! End-to-end: the built-in `helm`, `kustomize`, `helmfile` and `oras` sources,
+//! run by the real pinned binaries through the host's `exec` (and bundles
+//! pushed with the real `oras` CLI, pulled through the host's `artifacts`
+//! import), applied to
 //! a harness cluster and checked with kubectl; an OCI chart pushed to a real
 //! registry with `helm push` and read back with skopeo; and the errors a user
 //! meets when a chart, a kustomization or a tool is wrong or missing.
@@ -489,5 +491,116 @@ fn a_broken_chart_a_missing_kustomization_and_a_missing_tool_are_explained() {
         stderr.contains("/valuesFiles/0: `../../etc/passwd` is outside the manifest directory"),
         "{}",
         text(&built)
+    );
+}
+
+#[test]
+fn an_oras_bundle_is_pulled_by_the_host_and_rendered_by_its_delegate() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let Some(oras) = e2e::tool(Tool::Oras) else {
+        return;
+    };
+    let Some(registry) = e2e::registry() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A bundle directory with a kustomization, and a loose file, pushed with
+    // the real oras CLI (a directory becomes a gzipped tar layer).
+    write(
+        root,
+        "push/bundle/kustomize/app/kustomization.yaml",
+        "resources: [settings.yaml]\nnamePrefix: bundled-\n",
+    );
+    write(
+        root,
+        "push/bundle/kustomize/app/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  from: bundle\n",
+    );
+    write(
+        root,
+        "push/plain.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  a: b\n",
+    );
+    let host = registry.host();
+    for (reference, what) in [
+        (format!("{host}/platform/bundle:1.0.0"), "bundle"),
+        (format!("{host}/platform/plain:1.0.0"), "plain.yaml"),
+    ] {
+        succeed(
+            Command::new(&oras)
+                .current_dir(root.join("push"))
+                .env("HOME", root)
+                .args(["push", "--plain-http", &reference, what]),
+        );
+    }
+    write(
+        root,
+        "project/tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: ingress
+      type: oras
+      oras:
+        reference: {host}/platform/bundle:1.0.0
+        target: bundle/kustomize/app
+        auth: {{username: ci-bot, password: not-used}}
+        delegate:
+          type: kustomize
+          kustomize:
+            defaultNamespace: ingress
+    - name: plain
+      type: oras
+      namespace: apps
+      oras:
+        reference: oci://{host}/platform/plain:1.0.0
+"
+        ),
+    );
+    let project = root.join("project");
+    let built = succeed(tazuna(&tools, &project).args(["build", "-o", "json"]));
+    let list: Value = serde_json::from_slice(&built.stdout).unwrap();
+    let items = list["items"].as_array().unwrap();
+    let names: Vec<String> = items
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        ["ingress/bundled-settings", "apps/plain"],
+        "{}",
+        text(&built)
+    );
+    assert_eq!(items[0]["data"]["from"], "bundle");
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(stderr.contains("`auth` is not used"), "{}", text(&built));
+    assert!(
+        !stderr.contains("not-used"),
+        "the password is never echoed: {stderr}"
+    );
+
+    // A tag the registry does not have is named as not found.
+    let file = project.join("tazuna.yaml");
+    let config = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, config.replace("plain:1.0.0", "plain:9.9.9")).unwrap();
+    let missing = output(tazuna(&tools, &project).arg("build"));
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("manifest `plain`: plugin `oras` failed: not found: artifact `oci://")
+            && stderr.contains("plain:9.9.9"),
+        "{}",
+        text(&missing)
     );
 }

@@ -177,6 +177,22 @@ impl Blobs {
     }
 }
 
+/// Whether the registry answered that the repository, tag or digest does not
+/// exist.
+pub fn is_not_found(error: &oci_client::errors::OciDistributionError) -> bool {
+    use oci_client::errors::{OciDistributionError, OciErrorCode};
+    match error {
+        OciDistributionError::ImageManifestNotFoundError(_) => true,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown
+            )
+        }),
+        _ => false,
+    }
+}
+
 /// `sha256:<hex>` of `bytes`.
 pub fn sha256(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
@@ -246,8 +262,17 @@ impl Source {
         )
     }
 
+    /// The source as a reference: by digest, else by tag, else `latest`.
+    pub fn reference(&self) -> Reference {
+        match (&self.digest, &self.tag) {
+            (Some(digest), _) => self.with_digest(digest),
+            (None, Some(tag)) => self.with_tag(tag),
+            (None, None) => self.with_tag("latest"),
+        }
+    }
+
     /// A client for this registry: plain HTTP on loopback, HTTPS elsewhere.
-    fn client(&self) -> WasmClient {
+    pub fn client(&self) -> WasmClient {
         let host = self
             .registry
             .rsplit_once(':')
@@ -470,7 +495,16 @@ async fn pull(
         .client()
         .pull(reference, &auth_for(&source.registry))
         .await
-        .map_err(|error| failed(format!("{error:#}")))?;
+        .map_err(|error| {
+            let missing = error
+                .downcast_ref::<oci_client::errors::OciDistributionError>()
+                .is_some_and(is_not_found);
+            if missing {
+                failed("the registry has no such tag or digest".to_owned())
+            } else {
+                failed(format!("{error:#}"))
+            }
+        })?;
     let manifest_digest = image
         .digest
         .clone()
@@ -549,7 +583,7 @@ pub async fn push(path: &Path, reference: &str) -> Result<String, DistributionEr
 }
 
 /// Credentials for `registry` from the docker config, else anonymous.
-fn auth_for(registry: &str) -> RegistryAuth {
+pub fn auth_for(registry: &str) -> RegistryAuth {
     let path = std::env::var_os("DOCKER_CONFIG")
         .map(|dir| PathBuf::from(dir).join("config.json"))
         .or_else(|| {
@@ -602,9 +636,14 @@ mod tests {
             source.repository_url(),
             "oci://127.0.0.1:5000/plugins/configmap"
         );
-        let pinned = Source::parse("p", "ghcr.io/acme/x:1.2.3@sha256:abc").unwrap();
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let pinned = Source::parse("p", &format!("ghcr.io/acme/x:1.2.3@{digest}")).unwrap();
         assert_eq!(pinned.tag.as_deref(), Some("1.2.3"));
-        assert_eq!(pinned.digest.as_deref(), Some("sha256:abc"));
+        assert_eq!(pinned.digest.as_deref(), Some(digest.as_str()));
+        assert_eq!(
+            pinned.reference().to_string(),
+            format!("ghcr.io/acme/x@{digest}")
+        );
         let error = Source::parse("p", "configmap").unwrap_err().to_string();
         assert!(error.contains("names no registry host"), "{error}");
     }

@@ -55,6 +55,13 @@ pub const BUILTINS: &[Builtin] = &[
             "/../../target/plugins/helmfile.wasm"
         )),
     },
+    Builtin {
+        name: "oras",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/oras.wasm"
+        )),
+    },
 ];
 
 /// Names of the manifest types the built-ins serve.

@@ -1,5 +1,9 @@
 //! What the built-in source plugins share.
 //!
+//! Two sources are libraries here, so that the `oras` source can hand a pulled artifact to them:
+//! [`files`] (the `manifests` source: files, directories, globs, found by [`inputs`]) and
+//! [`kustomize`].
+//!
 //! Every source ends the same way: a stream of YAML or JSON documents (files for `manifests`,
 //! a tool's stdout for `helm` and `kustomize`) is split into Kubernetes objects ([`documents`]),
 //! YAML read with `kubectl`'s scalar rules ([`yaml`]); with a default namespace, namespaced
@@ -12,7 +16,10 @@
 //! `cargo test --manifest-path plugins/Cargo.toml -p tazuna-plugin-common --target x86_64-unknown-linux-gnu`.
 
 pub mod documents;
+pub mod files;
 pub mod helm;
+pub mod inputs;
+pub mod kustomize;
 pub mod paths;
 pub mod scope;
 pub mod yaml;

@@ -1,14 +1,17 @@
 //! The built-in `manifests` source: plain Kubernetes YAML and JSON files.
 //!
-//! A manifest's `path` names a file, a directory (walked recursively) or a glob; see [`inputs`].
-//! Each file is read into objects, namespaces defaulted and objects encoded by
-//! `tazuna-plugin-common`, with `<file>#<document index>` as each object's origin.
+//! A manifest's `path` names a file, a directory (walked recursively) or a glob. The files are
+//! found, read into objects, namespaces defaulted and objects encoded by
+//! `tazuna_plugin_common::files` (the `oras` source reads pulled files the same way), with
+//! `<file>#<document index>` as each object's origin.
 //!
-//! Everything but the export at the bottom is plain Rust, tested on the host target:
+//! Tested on the host target:
 //! `cargo test --manifest-path plugins/Cargo.toml -p tazuna-plugin-manifests --target x86_64-unknown-linux-gnu`.
 
-pub mod inputs;
-pub mod render;
+/// The render, as the tests call it.
+pub mod render {
+    pub use tazuna_plugin_common::files::render;
+}
 
 use tazuna_sdk::{NoConfig, PluginError, PluginInfo, RenderOutput, RenderRequest, SourcePlugin};
 

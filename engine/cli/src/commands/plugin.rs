@@ -148,9 +148,10 @@ fn push(
         );
     }
     let host = PluginHost::new(settings.host.clone())?;
-    let name = component
-        .file_stem()
-        .map_or_else(|| "plugin".to_owned(), |stem| stem.to_string_lossy().into_owned());
+    let name = component.file_stem().map_or_else(
+        || "plugin".to_owned(),
+        |stem| stem.to_string_lossy().into_owned(),
+    );
     let plugin = host.load_source(&name, &bytes, Grants::List(&[]))?;
     let digest = super::block_on(distribution::push(component, target))?;
     outln!(

@@ -15,6 +15,7 @@
 //! `wasmtime::Error` is not a `std::error::Error`, so this module works in
 //! `wasmtime::Result` internally and converts at its boundary.
 
+mod artifacts;
 mod bindings;
 mod cache;
 mod capabilities;
@@ -483,16 +484,14 @@ impl bindings::artifacts::Host for CallState {
     fn pull_oci(
         &mut self,
         reference: String,
-        _media_types: Vec<String>,
+        media_types: Vec<String>,
     ) -> Result<bindings::artifacts::Fetched, PluginError> {
-        if !self.capabilities.allows("artifacts:pull") {
-            return Err(PluginError::CapabilityDenied(format!(
-                "plugin `{}` may not pull `{reference}`: capability `artifacts:pull` is not granted",
-                self.plugin
-            )));
-        }
-        Err(PluginError::CapabilityDenied(format!(
-            "pulling OCI artifacts (`{reference}`) is not available in this version of Tazuna"
-        )))
+        let ctx = artifacts::PullContext {
+            plugin: &self.plugin,
+            capabilities: &self.capabilities,
+            mounts: &self.mounts,
+            timeout: self.exec_budget,
+        };
+        artifacts::pull(&ctx, &reference, &media_types)
     }
 }

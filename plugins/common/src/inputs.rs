@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use tazuna_sdk::PluginError;
 
-use tazuna_plugin_common::documents::Format;
+use crate::documents::Format;
 
 /// One file to read.
 #[derive(Debug, Clone, PartialEq, Eq)]

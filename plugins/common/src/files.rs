@@ -5,7 +5,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use tazuna_plugin_common::documents::Objects;
+use crate::documents::Objects;
 use tazuna_sdk::{Diagnostic, PluginError, RenderOutput, RenderRequest};
 
 use crate::inputs;
@@ -44,7 +44,7 @@ pub fn render(request: &RenderRequest) -> Result<RenderOutput, PluginError> {
         return Err(PluginError::InvalidInput(objects.errors));
     }
 
-    let manifests = tazuna_plugin_common::encode(
+    let manifests = crate::encode(
         objects.objects,
         request.namespace.as_deref(),
         request.cluster.as_ref(),

@@ -1,0 +1,300 @@
+//! The `artifacts` host import: pulling an OCI artifact into a plugin's scratch
+//! directory with the host's credentials, so a plugin never sees a password.
+//!
+//! Each pull lands in a fresh `/scratch/artifacts/<n>/`. A layer becomes a file
+//! named by its `org.opencontainers.image.title` annotation (its digest
+//! otherwise); a layer that `oras push` made from a directory (annotation
+//! `io.deis.oras.content.unpack: true`, a gzipped tar) is unpacked into that
+//! directory, refusing entries that would land outside it. The artifact may
+//! hold at most [`ARTIFACT_CAP`] bytes, and the pull must finish within the
+//! call's time budget.
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use oci_client::manifest::OciDescriptor;
+
+use super::bindings::artifacts::Fetched;
+use super::bindings::types::PluginError;
+use super::capabilities::Capabilities;
+use super::exec::Mount;
+use crate::distribution::{self, Source};
+
+/// The most bytes one artifact may hold, packed.
+pub const ARTIFACT_CAP: u64 = 512 * 1024 * 1024;
+
+/// The grant a pull needs.
+const CAPABILITY: &str = "artifacts:pull";
+
+const TITLE: &str = "org.opencontainers.image.title";
+const UNPACK: &str = "io.deis.oras.content.unpack";
+
+/// What one call's pulls may touch.
+#[derive(Debug)]
+pub struct PullContext<'a> {
+    /// The plugin's name, for messages.
+    pub plugin: &'a str,
+    /// Capabilities in effect.
+    pub capabilities: &'a Capabilities,
+    /// The call's preopened directories; pulls go to the one at `/scratch`.
+    pub mounts: &'a [Mount],
+    /// Upper bound for the pull.
+    pub timeout: Duration,
+}
+
+/// Pull `reference` (`registry/repo:tag`, `registry/repo@sha256:…`, with or
+/// without `oci://`), keeping the layers whose media type is in `media_types`
+/// (all layers when it is empty).
+pub fn pull(
+    ctx: &PullContext<'_>,
+    reference: &str,
+    media_types: &[String],
+) -> Result<Fetched, PluginError> {
+    if !ctx.capabilities.allows(CAPABILITY) {
+        return Err(PluginError::CapabilityDenied(format!(
+            "plugin `{}` may not pull `{reference}`: capability `{CAPABILITY}` is not granted",
+            ctx.plugin
+        )));
+    }
+    let bare = reference.strip_prefix("oci://").unwrap_or(reference);
+    let source =
+        Source::parse(ctx.plugin, bare).map_err(|error| PluginError::Other(error.to_string()))?;
+    let scratch = ctx
+        .mounts
+        .iter()
+        .find(|mount| mount.guest == super::SCRATCH_DIR)
+        .ok_or_else(|| PluginError::Other("this call has no scratch directory".to_owned()))?;
+    let (guest, host) = fresh_dir(&scratch.host)?;
+    let media_types = media_types.to_vec();
+    let timeout = ctx.timeout;
+    let reference = reference.to_owned();
+    // The pull is async; run it on a thread of its own, whatever runtime the
+    // caller is in.
+    let digest = std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| PluginError::Other(format!("cannot start a runtime: {e}")))?;
+                runtime.block_on(async {
+                    tokio::time::timeout(timeout, fetch(&source, &media_types, &host))
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(PluginError::Timeout(format!(
+                                "pulling `{reference}` took longer than {}s",
+                                timeout.as_secs()
+                            )))
+                        })
+                })
+            })
+            .join()
+            .unwrap_or_else(|_| Err(PluginError::Other("the pull panicked".to_owned())))
+    })?;
+    Ok(Fetched {
+        digest,
+        path: guest,
+    })
+}
+
+/// `/scratch/artifacts/<n>` and its host path, created empty.
+fn fresh_dir(scratch: &Path) -> Result<(String, PathBuf), PluginError> {
+    let root = scratch.join("artifacts");
+    std::fs::create_dir_all(&root)
+        .map_err(|e| PluginError::Other(format!("cannot create the artifacts directory: {e}")))?;
+    for n in 0.. {
+        let host = root.join(n.to_string());
+        match std::fs::create_dir(&host) {
+            Ok(()) => return Ok((format!("{}/artifacts/{n}", super::SCRATCH_DIR), host)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(PluginError::Other(format!(
+                    "cannot create the artifacts directory: {e}"
+                )));
+            }
+        }
+    }
+    unreachable!("some directory number is free")
+}
+
+/// Pull the manifest and the wanted layers of `source` into `dir`; returns the
+/// manifest digest.
+async fn fetch(source: &Source, media_types: &[String], dir: &Path) -> Result<String, PluginError> {
+    let reference = source.reference();
+    let network = |what: &str, error: &dyn std::fmt::Display| {
+        PluginError::Network(format!("{what} `oci://{reference}`: {error}"))
+    };
+    let client = source.client();
+    let auth = distribution::auth_for(&source.registry);
+    let (manifest, digest) = client
+        .pull_image_manifest(&reference, &auth)
+        .await
+        .map_err(|e| {
+            if distribution::is_not_found(&e) {
+                PluginError::NotFound(format!(
+                    "artifact `oci://{reference}` (the registry has no such repository, tag or digest)"
+                ))
+            } else {
+                network("cannot pull", &e)
+            }
+        })?;
+    let layers: Vec<&OciDescriptor> = manifest
+        .layers
+        .iter()
+        .filter(|layer| media_types.is_empty() || media_types.contains(&layer.media_type))
+        .collect();
+    let total: i64 = layers.iter().map(|layer| layer.size.max(0)).sum();
+    if total as u64 > ARTIFACT_CAP {
+        return Err(PluginError::Other(format!(
+            "artifact `oci://{reference}` holds {total} bytes, more than the {ARTIFACT_CAP} a plugin may pull"
+        )));
+    }
+    for layer in layers {
+        let mut blob = Vec::new();
+        client
+            .pull_blob(&reference, layer, &mut blob)
+            .await
+            .map_err(|e| network("cannot pull a layer of", &e))?;
+        if distribution::sha256(&blob) != layer.digest {
+            return Err(PluginError::Other(format!(
+                "a layer of `oci://{reference}` does not match its digest `{}`",
+                layer.digest
+            )));
+        }
+        let annotation = |key: &str| layer.annotations.as_ref().and_then(|a| a.get(key));
+        let name = annotation(TITLE)
+            .cloned()
+            .unwrap_or_else(|| layer.digest.replace(':', "-"));
+        let target = inside(dir, &name).ok_or_else(|| {
+            PluginError::Other(format!(
+                "a layer of `oci://{reference}` is titled `{name}`, which leaves its directory"
+            ))
+        })?;
+        let write = |e: std::io::Error| {
+            PluginError::Other(format!("cannot write `{name}` of `oci://{reference}`: {e}"))
+        };
+        if annotation(UNPACK).is_some_and(|v| v == "true") {
+            std::fs::create_dir_all(&target).map_err(write)?;
+            unpack(&blob, dir).map_err(write)?;
+        } else {
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(write)?;
+            }
+            std::fs::write(&target, &blob).map_err(write)?;
+        }
+    }
+    Ok(digest)
+}
+
+/// `dir/name`, if `name` is a relative path that stays inside `dir`.
+fn inside(dir: &Path, name: &str) -> Option<PathBuf> {
+    let path = Path::new(name);
+    path.components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        .then(|| dir.join(path))
+}
+
+/// Unpack a gzipped tar into `dir`. `oras push <dir>` packs the directory under
+/// its own name, so its entries start with the title. Entries that would leave
+/// `dir` (absolute, `..`, links) are refused.
+fn unpack(blob: &[u8], dir: &Path) -> std::io::Result<()> {
+    let mut gz = flate2::read::GzDecoder::new(blob);
+    let mut tarball = Vec::new();
+    gz.by_ref().take(ARTIFACT_CAP).read_to_end(&mut tarball)?;
+    let mut archive = tar::Archive::new(&tarball[..]);
+    for entry in archive.entries()? {
+        let mut entry = entry?;
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            continue;
+        }
+        let path = entry.path()?.into_owned();
+        let Some(target) = path.to_str().and_then(|name| inside(dir, name)) else {
+            return Err(std::io::Error::other(format!(
+                "the archive entry `{}` leaves its directory",
+                path.display()
+            )));
+        };
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target)?;
+        } else {
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            entry.unpack(&target)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tar_gz(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, data) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder.append_data(&mut header, name, *data).unwrap();
+        }
+        let tarball = builder.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &tarball).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn directories_unpack_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let blob = tar_gz(&[("bundle/kustomization.yaml", b"resources: []\n")]);
+        unpack(&blob, dir.path()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("bundle/kustomization.yaml")).unwrap();
+        assert_eq!(text, "resources: []\n");
+    }
+
+    #[test]
+    fn entries_and_titles_that_leave_the_directory_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        let mut header = tar::Header::new_gnu();
+        header.set_size(1);
+        header.set_mode(0o644);
+        // `append_data` refuses `..` itself, so write the name raw.
+        header.as_gnu_mut().unwrap().name[..9].copy_from_slice(b"../escape");
+        header.set_cksum();
+        builder.append(&header, &b"x"[..]).unwrap();
+        let tarball = builder.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &tarball).unwrap();
+        let error = unpack(&gz.finish().unwrap(), dir.path()).unwrap_err();
+        assert!(
+            error.to_string().contains("leaves its directory"),
+            "{error}"
+        );
+        assert!(!dir.path().parent().unwrap().join("escape").exists());
+
+        assert!(inside(dir.path(), "bundle/a.yaml").is_some());
+        assert!(inside(dir.path(), "../a").is_none());
+        assert!(inside(dir.path(), "/etc/passwd").is_none());
+    }
+
+    #[test]
+    fn without_the_grant_nothing_is_pulled() {
+        let capabilities = Capabilities::none();
+        let ctx = PullContext {
+            plugin: "oras",
+            capabilities: &capabilities,
+            mounts: &[],
+            timeout: Duration::from_secs(1),
+        };
+        let error = pull(&ctx, "127.0.0.1:1/x:1", &[]).unwrap_err();
+        assert!(
+            matches!(&error, PluginError::CapabilityDenied(m) if m.contains("`artifacts:pull` is not granted")),
+            "{error:?}"
+        );
+    }
+}
