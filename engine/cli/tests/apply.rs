@@ -7,9 +7,12 @@
 //! the cluster-wide namespace `tazuna`. Tests skip with a printed reason when
 //! the harness binaries are missing, unless `TAZUNA_E2E_REQUIRED` is set.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{copy_dir, output, succeed, text};
 use serde_json::Value;
 use tazuna_testkit::e2e::TestCluster;
 
@@ -26,27 +29,6 @@ fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
         .arg("--context")
         .arg(cluster.context());
     command
-}
-
-fn output(command: &mut Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|e| panic!("running `{command:?}`: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn succeed(command: &mut Command) -> Output {
-    let out = output(command);
-    assert!(out.status.success(), "`{command:?}` failed: {}", text(&out));
-    out
 }
 
 fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
@@ -117,19 +99,6 @@ fn quickstart_copy() -> (tempfile::TempDir, PathBuf) {
     .unwrap();
     let root = dir.path().to_owned();
     (dir, root)
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else if entry.file_name() != "tazuna.lock" {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn edit(path: &Path, from: &str, to: &str) {

@@ -6,17 +6,16 @@
 //! Tests skip with a printed reason when the registry binary is missing,
 //! unless `TAZUNA_E2E_REQUIRED` is set.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+use std::process::Command;
+
+use common::{output, plugin as component, succeed, text};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tazuna_testkit::e2e;
 use tazuna_testkit::registry::Registry;
-
-fn component(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../target/plugins/{name}.wasm"))
-}
 
 fn sha256_file(path: &Path) -> String {
     format!(
@@ -34,27 +33,6 @@ fn tazuna(dir: &Path, cache: &Path) -> Command {
         .env("TAZUNA_CACHE_DIR", cache)
         .env("DOCKER_CONFIG", dir.join("docker"));
     command
-}
-
-fn output(command: &mut Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|e| panic!("running `{command:?}`: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn succeed(command: &mut Command) -> Output {
-    let out = output(command);
-    assert!(out.status.success(), "`{command:?}` failed: {}", text(&out));
-    out
 }
 
 fn fail(command: &mut Command) -> String {

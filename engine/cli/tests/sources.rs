@@ -9,9 +9,12 @@
 //! Tests skip with a printed reason when the harness binaries are missing,
 //! unless `TAZUNA_E2E_REQUIRED` is set.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{copy_dir, output, succeed, text};
 use serde_json::Value;
 use tazuna_testkit::assets::Tool;
 use tazuna_testkit::e2e::{self, TestCluster};
@@ -55,27 +58,6 @@ fn on(command: &mut Command, cluster: &TestCluster) {
         .arg(cluster.context());
 }
 
-fn output(command: &mut Command) -> Output {
-    command
-        .output()
-        .unwrap_or_else(|e| panic!("running `{command:?}`: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn succeed(command: &mut Command) -> Output {
-    let out = output(command);
-    assert!(out.status.success(), "`{command:?}` failed: {}", text(&out));
-    out
-}
-
 fn write(dir: &Path, path: &str, content: &str) {
     let path = dir.join(path);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -85,19 +67,6 @@ fn write(dir: &Path, path: &str, content: &str) {
 /// The test chart of the harness (a Deployment and a ConfigMap).
 fn chart() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/charts/hello")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A project with a kustomize overlay over a base, the test chart with a

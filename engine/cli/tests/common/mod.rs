@@ -4,7 +4,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// What one run printed.
 #[derive(Debug)]
@@ -103,4 +103,42 @@ fn regex_escape(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// Run `command`, panicking with the command if it cannot start.
+pub fn output(command: &mut Command) -> Output {
+    command
+        .output()
+        .unwrap_or_else(|e| panic!("running `{command:?}`: {e}"))
+}
+
+/// Status, stdout and stderr of `out`, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status {}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Run `command` and require success.
+pub fn succeed(command: &mut Command) -> Output {
+    let out = output(command);
+    assert!(out.status.success(), "`{command:?}` failed: {}", text(&out));
+    out
+}
+
+/// Copy the tree `from` into `to` (created if needed), leaving out `tazuna.lock`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else if entry.file_name() != "tazuna.lock" {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
