@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{copy_dir, output, succeed, text};
+use common::{copy_dir, edit, output, succeed, text};
 use serde_json::Value;
 use tazuna_testkit::e2e::TestCluster;
 
@@ -99,12 +99,6 @@ fn quickstart_copy() -> (tempfile::TempDir, PathBuf) {
     .unwrap();
     let root = dir.path().to_owned();
     (dir, root)
-}
-
-fn edit(path: &Path, from: &str, to: &str) {
-    let before = std::fs::read_to_string(path).unwrap();
-    assert!(before.contains(from), "`{from}` not in {}", path.display());
-    std::fs::write(path, before.replacen(from, to, 1)).unwrap();
 }
 
 #[test]

@@ -14,7 +14,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{copy_dir, output, succeed, text};
+use common::{copy_dir, edit, output, succeed, text};
 use serde_json::Value;
 use tazuna_testkit::assets::Tool;
 use tazuna_testkit::e2e::{self, TestCluster};
@@ -253,14 +253,12 @@ fn helm_kustomize_and_helmfile_manifests_apply_and_the_cluster_shows_their_objec
         text(&rerun)
     );
 
-    // Dropping the inline message shows up in plan as that one change.
-    let file = dir.path().join("tazuna.yaml");
-    let config_text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(
-        &file,
-        config_text.replace("message: hi from tazuna", "message: changed"),
-    )
-    .unwrap();
+    // Changing the inline message shows up in plan as that one change.
+    edit(
+        &dir.path().join("tazuna.yaml"),
+        "message: hi from tazuna",
+        "message: changed",
+    );
     let mut plan = tazuna(&tools, dir.path());
     on(&mut plan, &cluster);
     let planned = output(plan.args(["plan", "--detailed-exitcode"]));
@@ -357,12 +355,11 @@ spec:
     );
 
     // A version the registry does not have fails with helm's reason.
-    let config = std::fs::read_to_string(dir.path().join("tazuna.yaml")).unwrap();
-    std::fs::write(
-        dir.path().join("tazuna.yaml"),
-        config.replace("version: 0.1.0", "version: 9.9.9"),
-    )
-    .unwrap();
+    edit(
+        &dir.path().join("tazuna.yaml"),
+        "version: 0.1.0",
+        "version: 9.9.9",
+    );
     let missing = output(tazuna(&tools, dir.path()).arg("build"));
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
     let stderr = String::from_utf8_lossy(&missing.stderr);
@@ -413,14 +410,11 @@ fn a_broken_chart_a_missing_kustomization_and_a_missing_tool_are_explained() {
     // A Go Tazuna var this version cannot resolve is refused by name.
     let file = root.join("tazuna.yaml");
     let config = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(
+    edit(
         &file,
-        config.replace(
-            "from: static\n            static: hi from helmfile vars",
-            "from: env\n            env: GREETING",
-        ),
-    )
-    .unwrap();
+        "from: static\n            static: hi from helmfile vars",
+        "from: env\n            env: GREETING",
+    );
     let built = output(tazuna(&tools, root).arg("build"));
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert!(
@@ -444,16 +438,11 @@ fn a_broken_chart_a_missing_kustomization_and_a_missing_tool_are_explained() {
     );
 
     // A values file outside the project is refused before helm runs.
-    let file = root.join("tazuna.yaml");
-    let config = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(
+    edit(
         &file,
-        config.replace(
-            "valuesFiles: [values/prod.yaml]",
-            "valuesFiles: [../../etc/passwd]",
-        ),
-    )
-    .unwrap();
+        "valuesFiles: [values/prod.yaml]",
+        "valuesFiles: [../../etc/passwd]",
+    );
     let built = output(tazuna(&tools, root).arg("build"));
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert!(
@@ -560,9 +549,7 @@ spec:
     );
 
     // A tag the registry does not have is named as not found.
-    let file = project.join("tazuna.yaml");
-    let config = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, config.replace("plain:1.0.0", "plain:9.9.9")).unwrap();
+    edit(&project.join("tazuna.yaml"), "plain:1.0.0", "plain:9.9.9");
     let missing = output(tazuna(&tools, &project).arg("build"));
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
     let stderr = String::from_utf8_lossy(&missing.stderr);

@@ -142,3 +142,10 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Replace the first `from` in the file at `path` with `to`; `from` must be there.
+pub fn edit(path: &Path, from: &str, to: &str) {
+    let before = std::fs::read_to_string(path).unwrap();
+    assert!(before.contains(from), "`{from}` not in {}", path.display());
+    std::fs::write(path, before.replacen(from, to, 1)).unwrap();
+}
