@@ -59,7 +59,9 @@ pub struct GlobalArgs {
     #[arg(short = 'l', long, global = true, value_enum, env = "TAZUNA_LOG", default_value_t = LogLevel::Warn)]
     log_level: LogLevel,
 
-    /// Time budget of one plugin call, in seconds.
+    /// Time budget of one plugin call's own code, in seconds. Time spent in
+    /// the tools it runs (helm, kustomize, helmfile) and the artifacts it
+    /// pulls counts against `--tool-timeout` instead.
     #[arg(
         long,
         global = true,
@@ -68,6 +70,17 @@ pub struct GlobalArgs {
         default_value_t = 30.0
     )]
     plugin_timeout: f64,
+
+    /// Time the tools one plugin call runs and the artifacts it pulls may
+    /// take in all, in seconds.
+    #[arg(
+        long,
+        global = true,
+        env = "TAZUNA_TOOL_TIMEOUT",
+        value_name = "SECONDS",
+        default_value_t = 600.0
+    )]
+    tool_timeout: f64,
 
     /// Memory budget of one plugin call, in MiB.
     #[arg(
@@ -128,6 +141,12 @@ impl GlobalSettings {
                 args.plugin_timeout
             );
         }
+        if !(args.tool_timeout.is_finite() && args.tool_timeout > 0.0) {
+            bail!(
+                "invalid `--tool-timeout {}`: it must be a positive number of seconds",
+                args.tool_timeout
+            );
+        }
         if args.plugin_memory < 16 {
             bail!(
                 "invalid `--plugin-memory {}`: a plugin needs at least 16 MiB",
@@ -136,6 +155,7 @@ impl GlobalSettings {
         }
         let limits = Limits {
             time: Duration::from_secs_f64(args.plugin_timeout),
+            tools: Duration::from_secs_f64(args.tool_timeout),
             memory: args
                 .plugin_memory
                 .checked_mul(1024 * 1024)

@@ -155,3 +155,34 @@ fn a_grant_the_plugin_never_requested_gives_it_nothing() {
         run.stderr
     );
 }
+
+#[test]
+fn time_in_tools_counts_against_the_tool_budget_not_the_plugin_budget() {
+    let dir = exec_project(r#"["exec:echo"]"#, "echo");
+    // An `echo` that takes 2 s, standing in for a slow `helm pull`.
+    let slow = dir.path().join("slow-echo");
+    std::fs::write(&slow, "#!/bin/sh\nsleep 2\necho \"$@\"\n").unwrap();
+    let mut permissions = std::fs::metadata(&slow).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&slow, permissions).unwrap();
+    let slow = slow.display().to_string();
+    let env = [("TAZUNA_TOOL_ECHO", slow.as_str())];
+
+    // A 1 s plugin budget is enough: the 2 s in the tool are not the plugin's.
+    let run = common::tazuna_with_env(dir.path(), &["build", "--plugin-timeout", "1"], &env);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        run.stdout.contains("hello from the host"),
+        "{}",
+        run.transcript()
+    );
+
+    // A 1 s tool budget is not.
+    let run = common::tazuna_with_env(dir.path(), &["build", "--tool-timeout", "1"], &env);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("`echo` did not finish within 1s"),
+        "{}",
+        run.transcript()
+    );
+}

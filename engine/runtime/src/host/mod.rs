@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 use wasmtime::component::{HasSelf, Linker, ResourceTable};
-use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap};
+use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::add_to_linker_sync;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -55,19 +55,25 @@ const TICK: Duration = Duration::from_millis(10);
 /// Per-call budgets.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Wall-clock time one call may take (epoch deadline).
+    /// Time one call may spend running its own code (epoch deadline). Time
+    /// spent in tools it runs and artifacts it pulls does not count.
     pub time: Duration,
     /// Linear memory one call may grow to, in bytes.
     pub memory: usize,
+    /// Time the tools one call runs and the artifacts it pulls may take, in
+    /// all.
+    pub tools: Duration,
 }
 
 impl Default for Limits {
-    /// 30 seconds and 512 MiB: generous for rendering, small enough to stop a
-    /// runaway plugin quickly.
+    /// 30 seconds of plugin code and 512 MiB: generous for rendering, small
+    /// enough to stop a runaway plugin quickly; 10 minutes of tools, for a
+    /// helmfile that fetches several remote charts.
     fn default() -> Self {
         Self {
             time: Duration::from_secs(30),
             memory: 512 * 1024 * 1024,
+            tools: Duration::from_secs(600),
         }
     }
 }
@@ -341,13 +347,22 @@ impl PluginHost {
             plugin: name.clone(),
             capabilities: plugin.capabilities.clone(),
             mounts,
-            exec_budget: self.limits.time,
+            tools: ToolClock::new(self.limits.tools),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
-        let ticks = (self.limits.time.as_millis() / TICK.as_millis()).max(1);
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
-        store.epoch_deadline_trap();
+        // The deadline counts the plugin's own time: when it passes, the time
+        // spent in tools since the call began is given back.
+        let budget = self.limits.time;
+        let started = Instant::now();
+        store.set_epoch_deadline(ticks(budget));
+        store.epoch_deadline_callback(move |ctx| {
+            let own = started.elapsed().saturating_sub(ctx.data().tools.spent);
+            Ok(match budget.checked_sub(own) {
+                Some(left) if left >= TICK => UpdateDeadline::Continue(ticks(left)),
+                _ => UpdateDeadline::Interrupt,
+            })
+        });
 
         let result = plugin
             .pre
@@ -437,7 +452,48 @@ struct CallState {
     plugin: String,
     capabilities: Capabilities,
     mounts: Vec<Mount>,
-    exec_budget: Duration,
+    tools: ToolClock,
+}
+
+/// How much of a call's tool budget is spent.
+struct ToolClock {
+    budget: Duration,
+    spent: Duration,
+}
+
+impl ToolClock {
+    fn new(budget: Duration) -> Self {
+        Self {
+            budget,
+            spent: Duration::ZERO,
+        }
+    }
+
+    /// What is left, or a timeout error naming `what` when nothing is.
+    fn left(&self, what: &str) -> Result<Duration, PluginError> {
+        self.budget
+            .checked_sub(self.spent)
+            .filter(|left| !left.is_zero())
+            .ok_or_else(|| {
+                PluginError::Timeout(format!(
+                    "{what}: the plugin's tools already took the whole tool budget of {}s (`--tool-timeout`)",
+                    self.budget.as_secs()
+                ))
+            })
+    }
+
+    /// Run `f`, counting its time as spent.
+    fn run<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let started = Instant::now();
+        let result = f();
+        self.spent += started.elapsed();
+        result
+    }
+}
+
+/// Epoch ticks in `time`, at least one.
+fn ticks(time: Duration) -> u64 {
+    u64::try_from((time.as_millis() / TICK.as_millis()).max(1)).unwrap_or(u64::MAX)
 }
 
 impl WasiView for CallState {
@@ -470,13 +526,14 @@ impl bindings::exec::Host for CallState {
         &mut self,
         command: bindings::exec::Command,
     ) -> Result<bindings::exec::Output, PluginError> {
+        let max_timeout = self.tools.left(&format!("`{}`", command.tool))?;
         let ctx = ExecContext {
             plugin: &self.plugin,
             capabilities: &self.capabilities,
             mounts: &self.mounts,
-            max_timeout: self.exec_budget,
+            max_timeout,
         };
-        exec::run(&ctx, command)
+        self.tools.run(|| exec::run(&ctx, command))
     }
 }
 
@@ -486,12 +543,14 @@ impl bindings::artifacts::Host for CallState {
         reference: String,
         media_types: Vec<String>,
     ) -> Result<bindings::artifacts::Fetched, PluginError> {
+        let timeout = self.tools.left(&format!("pulling `{reference}`"))?;
         let ctx = artifacts::PullContext {
             plugin: &self.plugin,
             capabilities: &self.capabilities,
             mounts: &self.mounts,
-            timeout: self.exec_budget,
+            timeout,
         };
-        artifacts::pull(&ctx, &reference, &media_types)
+        self.tools
+            .run(|| artifacts::pull(&ctx, &reference, &media_types))
     }
 }
