@@ -11,10 +11,10 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{output, plugin as component, succeed, text};
+use common::{edit, output, plugin as component, succeed, text};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tazuna_testkit::e2e;
+use tazuna_testkit::e2e::{self, TestCluster};
 use tazuna_testkit::registry::Registry;
 
 fn sha256_file(path: &Path) -> String {
@@ -228,6 +228,32 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
         stderr.contains("plugin `configmap`: cannot pull `oci://") && stderr.contains(&digest),
         "pulls by the pinned digest: {stderr}"
     );
+
+    // The pinned plugin applies to a cluster, still offline; kubectl sees it.
+    let Some(cluster) = TestCluster::start("oci-plugin") else {
+        return;
+    };
+    edit(
+        &root.join("tazuna.yaml"),
+        "namespace: apps",
+        "namespace: default",
+    );
+    succeed(
+        tazuna(root, &cache)
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig())
+            .arg("--context")
+            .arg(cluster.context())
+            .arg("apply"),
+    );
+    let live = succeed(
+        cluster
+            .kubectl()
+            .args(["get", "configmap", "settings", "-o", "json"]),
+    );
+    let live: Value = serde_json::from_slice(&live.stdout).unwrap();
+    assert_eq!(live["data"]["LOG_LEVEL"], "debug");
 }
 
 #[test]
