@@ -12,7 +12,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use common::{copy_dir, edit, output, succeed, text};
 use serde_json::Value;
@@ -297,7 +297,20 @@ fn an_oci_chart_is_pushed_with_helm_and_rendered_from_the_registry() {
     };
     helm(&["package", chart().to_str().unwrap(), "--destination", "."]);
     let target = format!("oci://{}/charts", registry.host());
-    helm(&["push", "hello-0.1.0.tgz", &target, "--plain-http"]);
+    let pushed = helm(&["push", "hello-0.1.0.tgz", &target, "--plain-http"]);
+    let digest = |out: &Output| {
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        said.lines()
+            .find_map(|line| line.strip_prefix("Digest: "))
+            .unwrap_or_else(|| panic!("helm push names the digest: {said}"))
+            .trim()
+            .to_owned()
+    };
+    let first = digest(&pushed);
 
     // An independent client sees the chart's OCI manifest.
     if let Some(skopeo) = tazuna_testkit::assets::which("skopeo") {
@@ -352,6 +365,47 @@ spec:
         names.contains(&"Deployment hello/hello-hello".to_owned())
             && names.contains(&"ConfigMap hello/hello-hello".to_owned()),
         "the chart from the registry, released as the manifest's name: {names:?}"
+    );
+
+    // The chart's version and digest (as helm push reported it) are pinned.
+    let lock: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(dir.path().join("tazuna.lock")).expect("tazuna.lock"),
+    )
+    .unwrap();
+    let pin = &lock["sources"]["hello"][0];
+    assert_eq!(pin["location"], format!("{target}/hello").as_str());
+    assert_eq!(pin["version"], "0.1.0");
+    assert_eq!(pin["digest"], first.as_str());
+
+    // Other content pushed under the same version is refused.
+    let changed = dir.path().join("changed");
+    copy_dir(&chart(), &changed);
+    edit(
+        &changed.join("values.yaml"),
+        "message: hello from tazuna",
+        "message: swapped",
+    );
+    helm(&[
+        "package",
+        changed.to_str().unwrap(),
+        "--destination",
+        "changed-pkg",
+    ]);
+    let second = digest(&helm(&[
+        "push",
+        "changed-pkg/hello-0.1.0.tgz",
+        &target,
+        "--plain-http",
+    ]));
+    assert_ne!(first, second);
+    let refused = output(tazuna(&tools, dir.path()).arg("build"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains(&format!(
+            "manifest `hello`: `{target}/hello` 0.1.0 now has digest `{second}`, but tazuna.lock pinned `{first}`"
+        )),
+        "{}",
+        text(&refused)
     );
 
     // A version the registry does not have fails with helm's reason.
@@ -483,15 +537,24 @@ fn an_oras_bundle_is_pulled_by_the_host_and_rendered_by_its_delegate() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  a: b\n",
     );
     let host = registry.host();
+    let mut digests = Vec::new();
     for (reference, what) in [
         (format!("{host}/platform/bundle:1.0.0"), "bundle"),
         (format!("{host}/platform/plain:1.0.0"), "plain.yaml"),
     ] {
-        succeed(
+        let pushed = succeed(
             Command::new(&oras)
                 .current_dir(root.join("push"))
                 .env("HOME", root)
                 .args(["push", "--plain-http", &reference, what]),
+        );
+        let said = String::from_utf8_lossy(&pushed.stdout).into_owned();
+        digests.push(
+            said.lines()
+                .find_map(|line| line.strip_prefix("Digest: "))
+                .unwrap_or_else(|| panic!("oras push names the digest: {said}"))
+                .trim()
+                .to_owned(),
         );
     }
     write(
@@ -547,6 +610,12 @@ spec:
         !stderr.contains("not-used"),
         "the password is never echoed: {stderr}"
     );
+    let lock: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(project.join("tazuna.lock")).expect("tazuna.lock"),
+    )
+    .unwrap();
+    assert_eq!(lock["sources"]["ingress"][0]["digest"], digests[0].as_str());
+    assert_eq!(lock["sources"]["plain"][0]["digest"], digests[1].as_str());
 
     // A tag the registry does not have is named as not found.
     edit(&project.join("tazuna.yaml"), "plain:1.0.0", "plain:9.9.9");

@@ -12,6 +12,10 @@
 //!   grants it was pinned with. Runs pull by these digests only (and work
 //!   offline from the cache); `tazuna plugin update` re-resolves.
 //!
+//! - what each manifest's render pulled from upstream (a chart version and
+//!   digest, an artifact digest): a later render that gets different content
+//!   for the same location and version is refused.
+//!
 //! Keys this version does not know are kept as they are, so an older tazuna
 //! never drops what a newer one wrote.
 
@@ -38,6 +42,10 @@ pub struct Lockfile {
     /// Pins of `oci://` plugins, by plugin name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub plugins: BTreeMap<String, PluginPin>,
+    /// What each manifest's render pulled from upstream (charts, artifacts),
+    /// by manifest name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sources: BTreeMap<String, Vec<SourcePin>>,
     /// Sections this version does not know, kept verbatim.
     #[serde(flatten)]
     pub other: BTreeMap<String, serde_yaml::Value>,
@@ -54,6 +62,7 @@ impl Default for Lockfile {
             version: format_version(),
             clusters: BTreeMap::new(),
             plugins: BTreeMap::new(),
+            sources: BTreeMap::new(),
             other: BTreeMap::new(),
         }
     }
@@ -92,6 +101,20 @@ pub struct PluginPin {
     pub world: String,
     /// [`grants_hash`] of the grants it was pinned with.
     pub grants: String,
+}
+
+/// Something a render pulled from upstream, as the plugin reported it: a
+/// chart (`oci://registry/charts/hello`, `0.1.0`, its digest) or an artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourcePin {
+    /// Where it came from.
+    pub location: String,
+    /// The version pulled, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The digest of what was pulled (`sha256:…`), when the source tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// A short, order-independent digest of a plugin's grants, so a changed grant

@@ -547,6 +547,7 @@ mod tests {
                 })
                 .collect(),
             diagnostics: Vec::new(),
+            upstream: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 use tazuna_core::config::Manifest;
+use tazuna_core::lock::{Lockfile, SourcePin};
 
 use crate::host::{
     ClusterInfo, Diagnostic, HostError, PluginError, PluginHost, RenderRequest, Severity,
@@ -57,6 +58,8 @@ pub struct Rendered {
     pub objects: Vec<Object>,
     /// Warnings and notes from the plugin.
     pub diagnostics: Vec<Diagnostic>,
+    /// What the render pulled from upstream, as the plugin reported it.
+    pub upstream: Vec<SourcePin>,
 }
 
 /// Why one manifest did not render.
@@ -88,6 +91,22 @@ pub enum RenderError {
         /// The plugin's error.
         error: PluginError,
     },
+    /// Upstream content changed under a pinned location and version.
+    #[error(
+        "manifest `{manifest}`: `{location}` {version} now has digest `{found}`, but tazuna.lock pinned `{pinned}`\nhint: the source serves other content under the same version; if that is intended, delete `sources.{manifest}` from tazuna.lock so the next run pins it again"
+    )]
+    UpstreamChanged {
+        /// Manifest name.
+        manifest: String,
+        /// The chart or artifact.
+        location: String,
+        /// Its version.
+        version: String,
+        /// The digest in tazuna.lock.
+        pinned: String,
+        /// The digest received now.
+        found: String,
+    },
     /// The plugin returned something that is not a Kubernetes object.
     #[error("manifest `{manifest}`: plugin `{plugin}` returned an invalid document{}: {message}", origin.as_deref().map(|o| format!(" (from `{o}`)")).unwrap_or_default())]
     InvalidOutput {
@@ -109,6 +128,7 @@ impl RenderError {
             Self::NoPlugin { manifest, .. }
             | Self::Host { manifest, .. }
             | Self::Plugin { manifest, .. }
+            | Self::UpstreamChanged { manifest, .. }
             | Self::InvalidOutput { manifest, .. } => manifest,
         }
     }
@@ -248,7 +268,73 @@ pub fn render_one(
         plugin_digest: plugin.digest().to_owned(),
         objects,
         diagnostics: output.diagnostics,
+        upstream: output
+            .resolved
+            .into_iter()
+            .map(|pin| SourcePin {
+                location: pin.location,
+                version: pin.version,
+                digest: pin.digest,
+            })
+            .collect(),
     })
+}
+
+/// Check each render's upstream pins against `lock`, and record new ones in it.
+///
+/// A render that got content with another digest for a location and version
+/// `lock` already pins becomes an [`RenderError::UpstreamChanged`]: the same
+/// version must give the same objects on day 400 as on day one. A new location
+/// or version is recorded; the returned lines say what was pinned.
+pub fn check_pins(
+    lock: &mut Lockfile,
+    results: &mut [Result<Rendered, RenderError>],
+) -> Vec<String> {
+    let mut pinned_now = Vec::new();
+    for result in results.iter_mut() {
+        let Ok(rendered) = result else { continue };
+        let known = lock.sources.get(&rendered.manifest);
+        let changed = rendered.upstream.iter().find_map(|now| {
+            let before = known?
+                .iter()
+                .find(|p| p.location == now.location && p.version == now.version)?;
+            match (&before.digest, &now.digest) {
+                (Some(was), Some(is)) if was != is => Some((now.clone(), was.clone(), is.clone())),
+                _ => None,
+            }
+        });
+        if let Some((pin, pinned, found)) = changed {
+            *result = Err(RenderError::UpstreamChanged {
+                manifest: rendered.manifest.clone(),
+                location: pin.location,
+                version: pin.version.unwrap_or_default(),
+                pinned,
+                found,
+            });
+            continue;
+        }
+        if rendered.upstream.is_empty() || known == Some(&rendered.upstream) {
+            continue;
+        }
+        for pin in &rendered.upstream {
+            pinned_now.push(format!(
+                "pinned `{}`{}{} for manifest `{}` in tazuna.lock",
+                pin.location,
+                pin.version
+                    .as_deref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default(),
+                pin.digest
+                    .as_deref()
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default(),
+                rendered.manifest
+            ));
+        }
+        lock.sources
+            .insert(rendered.manifest.clone(), rendered.upstream.clone());
+    }
+    pinned_now
 }
 
 /// Parse one document a plugin returned. JSON is the fast path; anything else
@@ -331,6 +417,62 @@ pub fn check_path(base: &Path, path: &str) -> Option<PathProblem> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pin(version: &str, digest: &str) -> SourcePin {
+        SourcePin {
+            location: "oci://r/charts/hello".into(),
+            version: Some(version.into()),
+            digest: Some(digest.into()),
+        }
+    }
+
+    fn rendered(manifest: &str, upstream: Vec<SourcePin>) -> Result<Rendered, RenderError> {
+        Ok(Rendered {
+            manifest: manifest.into(),
+            plugin: "helm".into(),
+            plugin_version: "0.1.0".into(),
+            plugin_digest: String::new(),
+            objects: Vec::new(),
+            diagnostics: Vec::new(),
+            upstream,
+        })
+    }
+
+    #[test]
+    fn upstream_pins_are_recorded_then_held() {
+        let mut lock = Lockfile::default();
+        let mut results = vec![
+            rendered("hello", vec![pin("0.1.0", "sha256:a")]),
+            rendered("local", Vec::new()),
+        ];
+        let said = check_pins(&mut lock, &mut results);
+        assert_eq!(
+            said,
+            ["pinned `oci://r/charts/hello` 0.1.0 (sha256:a) for manifest `hello` in tazuna.lock"]
+        );
+        assert_eq!(lock.sources["hello"], [pin("0.1.0", "sha256:a")]);
+        assert!(!lock.sources.contains_key("local"));
+
+        // The same content again: nothing to say.
+        let mut again = vec![rendered("hello", vec![pin("0.1.0", "sha256:a")])];
+        assert!(check_pins(&mut lock, &mut again).is_empty());
+        assert!(again[0].is_ok());
+
+        // A new version is a new pin.
+        let mut newer = vec![rendered("hello", vec![pin("0.2.0", "sha256:b")])];
+        assert_eq!(check_pins(&mut lock, &mut newer).len(), 1);
+        assert_eq!(lock.sources["hello"], [pin("0.2.0", "sha256:b")]);
+
+        // Other content under a pinned version is refused, and the pin stays.
+        let mut swapped = vec![rendered("hello", vec![pin("0.2.0", "sha256:c")])];
+        assert!(check_pins(&mut lock, &mut swapped).is_empty());
+        let error = swapped[0].as_ref().unwrap_err().to_string();
+        assert!(
+            error.contains("`oci://r/charts/hello` 0.2.0 now has digest `sha256:c`, but tazuna.lock pinned `sha256:b`"),
+            "{error}"
+        );
+        assert_eq!(lock.sources["hello"], [pin("0.2.0", "sha256:b")]);
+    }
 
     #[test]
     fn paths_that_leave_the_manifest_directory_are_caught() {

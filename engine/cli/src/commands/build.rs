@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use tazuna_core::graph;
-use tazuna_engine::render::{self, RenderSettings};
+use tazuna_engine::render::RenderSettings;
 use tazuna_engine::report::{self, OutputFormat};
 
 use crate::failure::{self, Reported};
@@ -46,7 +46,7 @@ impl Build {
             cluster: None,
             concurrency: self.concurrency,
         };
-        let results = render::render_all(&host, &plugins, &ordered, &render_settings);
+        let results = super::render_pinned(settings, &host, &plugins, &ordered, &render_settings)?;
 
         let mut rendered = Vec::new();
         let mut failures = 0;

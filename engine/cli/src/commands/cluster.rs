@@ -7,7 +7,7 @@ use tazuna_core::config::{Config, Manifest};
 use tazuna_core::lock::Lockfile;
 use tazuna_engine::cluster::{self, Cluster};
 use tazuna_engine::guard::{ContextGuard, Rebind};
-use tazuna_engine::render::{self, RenderSettings, Rendered};
+use tazuna_engine::render::{RenderSettings, Rendered};
 
 use crate::settings::GlobalSettings;
 
@@ -116,7 +116,7 @@ pub fn render(
         concurrency: 0,
     };
     Ok(
-        render::render_all(&host, &plugins, manifests, &render_settings)
+        super::render_pinned(settings, &host, &plugins, manifests, &render_settings)?
             .into_iter()
             .map(|r| r.map_err(|e| e.to_string()))
             .collect(),

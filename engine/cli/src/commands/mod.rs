@@ -22,6 +22,7 @@ use tazuna_core::lock::Lockfile;
 use tazuna_engine::distribution::{Blobs, Resolve};
 use tazuna_engine::host::PluginHost;
 use tazuna_engine::plugins::{self, PluginSet};
+use tazuna_engine::render::{self, RenderError, RenderSettings, Rendered};
 
 use crate::settings::GlobalSettings;
 
@@ -92,6 +93,33 @@ pub fn load_plugin_set(
         lock.save(&lock_path)?;
     }
     Ok((host, set))
+}
+
+/// Render `manifests`, then check what they pulled from upstream against the
+/// pins in tazuna.lock, recording new ones (see [`render::check_pins`]).
+pub fn render_pinned(
+    settings: &GlobalSettings,
+    host: &PluginHost,
+    plugins: &PluginSet,
+    manifests: &[&Manifest],
+    render_settings: &RenderSettings,
+) -> anyhow::Result<Vec<Result<Rendered, RenderError>>> {
+    let mut results = render::render_all(host, plugins, manifests, render_settings);
+    let pulled = results
+        .iter()
+        .any(|r| r.as_ref().is_ok_and(|r| !r.upstream.is_empty()));
+    if pulled {
+        let lock_path = Lockfile::path_for(&settings.file);
+        let mut lock = Lockfile::load(&lock_path)?;
+        let pinned = render::check_pins(&mut lock, &mut results);
+        if !pinned.is_empty() {
+            for line in pinned {
+                eprintln!("{line}");
+            }
+            lock.save(&lock_path)?;
+        }
+    }
+    Ok(results)
 }
 
 /// Run `future` to completion, inside or outside a runtime.
