@@ -6,8 +6,11 @@ use crate::PluginError;
 
 pub use crate::bindings::source::tazuna::plugin::artifacts::Fetched;
 
-/// Pulls `reference` (`registry/repo:tag` or `@sha256:...`) and returns the guest directory
-/// holding the layers whose media type is in `media_types`.
+/// Pulls `reference` (`registry/repo:tag` or `@sha256:...`, optionally with `oci://` in front, or
+/// `http://` to reach a registry over plain HTTP) and returns the guest directory holding the
+/// layers whose media type is in `media_types` (all layers when it is empty). A layer becomes a
+/// file named by its `org.opencontainers.image.title` annotation; a directory pushed with
+/// `oras push` is unpacked under its name.
 pub fn pull_oci(reference: &str, media_types: &[String]) -> Result<Fetched, PluginError> {
     #[cfg(target_arch = "wasm32")]
     {

@@ -531,6 +531,12 @@ fn an_oras_bundle_is_pulled_by_the_host_and_rendered_by_its_delegate() {
         "push/bundle/kustomize/app/settings.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  from: bundle\n",
     );
+    copy_dir(&chart(), &root.join("push/platform/charts/hello"));
+    write(
+        root,
+        "push/platform/helmfile.yaml.gotmpl",
+        "releases:\n  - name: bundled\n    chart: ./charts/hello\n    values:\n      - message: {{ .Values.greeting }}\n",
+    );
     write(
         root,
         "push/plain.yaml",
@@ -541,6 +547,7 @@ fn an_oras_bundle_is_pulled_by_the_host_and_rendered_by_its_delegate() {
     for (reference, what) in [
         (format!("{host}/platform/bundle:1.0.0"), "bundle"),
         (format!("{host}/platform/plain:1.0.0"), "plain.yaml"),
+        (format!("{host}/platform/helmfile:1.0.0"), "platform"),
     ] {
         let pushed = succeed(
             Command::new(&oras)
@@ -580,6 +587,18 @@ spec:
       namespace: apps
       oras:
         reference: oci://{host}/platform/plain:1.0.0
+    - name: platform
+      type: oras
+      oras:
+        reference: {host}/platform/helmfile:1.0.0
+        target: platform
+        plainHTTP: true
+        delegate:
+          type: helmfile
+          helmfile:
+            defaultNamespace: platform
+            vars:
+              greeting: {{from: static, static: hi from the bundle}}
 "
         ),
     );
@@ -591,7 +610,8 @@ spec:
         .iter()
         .map(|o| {
             format!(
-                "{}/{}",
+                "{} {}/{}",
+                o["kind"].as_str().unwrap(),
                 o["metadata"]["namespace"].as_str().unwrap(),
                 o["metadata"]["name"].as_str().unwrap()
             )
@@ -599,10 +619,16 @@ spec:
         .collect();
     assert_eq!(
         names,
-        ["ingress/bundled-settings", "apps/plain"],
+        [
+            "ConfigMap ingress/bundled-settings",
+            "ConfigMap apps/plain",
+            "ConfigMap platform/bundled-hello",
+            "Deployment platform/bundled-hello"
+        ],
         "{}",
         text(&built)
     );
+    assert_eq!(items[2]["data"]["message"], "hi from the bundle");
     assert_eq!(items[0]["data"]["from"], "bundle");
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert!(stderr.contains("`auth` is not used"), "{}", text(&built));
@@ -627,5 +653,78 @@ spec:
             && stderr.contains("plain:9.9.9"),
         "{}",
         text(&missing)
+    );
+}
+
+#[test]
+fn a_go_tazuna_helmfile_block_renders_as_it_did() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    copy_dir(&chart(), &root.join("helmfile/cert-manager/charts/hello"));
+    // As Go Tazuna read them: `extraValueFiles` relative to the helmfile,
+    // `defaultNamespace` for objects without one, the `-e` name reaching a
+    // helmfile that declares it, and `staticSlice` vars.
+    write(
+        root,
+        "helmfile/cert-manager/helmfile.yaml.gotmpl",
+        "environments:
+  staging: {}
+---
+releases:
+  - name: issuer
+    chart: ./charts/hello
+    values:
+      - message: {{ .Environment.Name }}-{{ index .Values.zones 1 }}
+",
+    );
+    write(root, "helmfile/cert-manager/extra.yaml", "replicas: 4\n");
+    write(
+        root,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  environments:
+    staging: {}
+  manifests:
+    - name: cert-manager
+      type: helmfile
+      path: ./helmfile/cert-manager
+      helmfile:
+        includeCRDs: true
+        defaultNamespace: cert-manager
+        extraValueFiles: [extra.yaml]
+        wait: true
+        timeoutSeconds: 120
+        vars:
+          zones:
+            from: static
+            staticSlice: [a, b]
+",
+    );
+    let built = succeed(tazuna(&tools, root).args(["build", "-e", "staging", "-o", "json"]));
+    let list: Value = serde_json::from_slice(&built.stdout).unwrap();
+    let items = list["items"].as_array().unwrap();
+    let config = items
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .expect("the chart's ConfigMap");
+    assert_eq!(config["data"]["message"], "staging-b", "{}", text(&built));
+    assert_eq!(config["metadata"]["namespace"], "cert-manager");
+    let deployment = items.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    assert_eq!(
+        deployment["spec"]["replicas"], 4,
+        "extra.yaml beside the helmfile"
+    );
+
+    // Without `-e`, helmfile's own `default` environment.
+    let built = succeed(tazuna(&tools, root).args(["build", "-o", "json"]));
+    assert!(
+        String::from_utf8_lossy(&built.stdout).contains("default-b"),
+        "{}",
+        text(&built)
     );
 }

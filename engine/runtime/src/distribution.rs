@@ -273,13 +273,19 @@ impl Source {
 
     /// A client for this registry: plain HTTP on loopback, HTTPS elsewhere.
     pub fn client(&self) -> WasmClient {
+        self.client_over(false)
+    }
+
+    /// A client for this registry, over plain HTTP if `plain_http` or the
+    /// registry is on a loopback address.
+    pub fn client_over(&self, plain_http: bool) -> WasmClient {
         let host = self
             .registry
             .rsplit_once(':')
             .map_or(self.registry.as_str(), |(host, _)| host);
         let loopback =
             matches!(host, "localhost" | "127.0.0.1" | "[::1]" | "::1") || host.starts_with("127.");
-        let protocol = if loopback {
+        let protocol = if loopback || plain_http {
             ClientProtocol::HttpsExcept(vec![self.registry.clone()])
         } else {
             ClientProtocol::Https

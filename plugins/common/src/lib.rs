@@ -1,7 +1,7 @@
 //! What the built-in source plugins share.
 //!
 //! Two sources are libraries here, so that the `oras` source can hand a pulled artifact to them:
-//! [`files`] (the `manifests` source: files, directories, globs, found by [`inputs`]) and
+//! [`files`] (the `manifests` source: files, directories, globs, found by [`inputs`]), [`helmfile`] and
 //! [`kustomize`].
 //!
 //! Every source ends the same way: a stream of YAML or JSON documents (files for `manifests`,
@@ -18,6 +18,7 @@
 pub mod documents;
 pub mod files;
 pub mod helm;
+pub mod helmfile;
 pub mod inputs;
 pub mod kustomize;
 pub mod paths;

@@ -1,6 +1,7 @@
 //! The built-in `oras` source: an OCI artifact (for example a bundle pushed with `oras push`),
-//! pulled by the host with its own credentials (grant `artifacts:pull`), then rendered as plain
-//! files or as a kustomization (grant `exec:kustomize`).
+//! pulled by the host with its own credentials (grant `artifacts:pull`), then rendered as a
+//! kustomization (grant `exec:kustomize`), a helmfile (grants `exec:helmfile`, `exec:helm`) or
+//! plain files.
 //!
 //! ```yaml
 //! - name: ingress-nginx
@@ -16,7 +17,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use tazuna_plugin_common::{files, kustomize, paths};
+use tazuna_plugin_common::{files, helmfile, kustomize, paths};
 use tazuna_sdk::{
     Diagnostic, PluginError, PluginInfo, RenderOutput, RenderRequest, ResolvedRef, SourcePlugin,
 };
@@ -33,8 +34,16 @@ pub struct Config {
     /// Go Tazuna's registry login. Not used: Tazuna pulls with the credentials of the docker
     /// config (`docker login`, `oras login`), so no plugin ever holds a password.
     pub auth: Option<serde_json::Value>,
-    /// How to render what was pulled: as files (`type: manifests`, the default) or as a
-    /// kustomization (`type: kustomize`, with its `kustomize:` block).
+    /// Reach the registry over plain HTTP (registries on a loopback address always are).
+    #[serde(default, rename = "plainHTTP")]
+    pub plain_http: bool,
+    /// Go Tazuna's switch to skip TLS verification. Not honoured: Tazuna always verifies the
+    /// registry's certificate.
+    #[serde(default, rename = "insecureSkipVerify")]
+    pub insecure_skip_verify: bool,
+    /// How to render what was pulled: as a kustomization (`type: kustomize`, with its
+    /// `kustomize:` block), a helmfile (`type: helmfile`, with its `helmfile:` block) or files
+    /// (`type: manifests`, the default).
     pub delegate: Option<Delegate>,
 }
 
@@ -42,11 +51,13 @@ pub struct Config {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Delegate {
-    /// `manifests` or `kustomize`.
+    /// `kustomize`, `helmfile` or `manifests`.
     #[serde(rename = "type")]
     pub kind: DelegateType,
     /// The `kustomize` block, with `type: kustomize`.
     pub kustomize: Option<kustomize::Config>,
+    /// The `helmfile` block, with `type: helmfile`.
+    pub helmfile: Option<helmfile::Config>,
     /// The `manifests` block (it takes no fields), with `type: manifests`.
     pub manifests: Option<serde_json::Map<String, serde_json::Value>>,
 }
@@ -59,6 +70,19 @@ pub enum DelegateType {
     Manifests,
     /// A kustomization, as the `kustomize` source builds it.
     Kustomize,
+    /// A helmfile, as the `helmfile` source templates it.
+    Helmfile,
+}
+
+impl DelegateType {
+    /// The name `delegate.type` gives it.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Manifests => "manifests",
+            Self::Kustomize => "kustomize",
+            Self::Helmfile => "helmfile",
+        }
+    }
 }
 
 /// The `oras` source plugin.
@@ -74,6 +98,8 @@ impl SourcePlugin for Oras {
             )
             .with_capability("artifacts:pull")
             .with_capability("exec:kustomize")
+            .with_capability("exec:helmfile")
+            .with_capability("exec:helm")
     }
 
     fn validate(config: &Config) -> Vec<Diagnostic> {
@@ -86,23 +112,42 @@ impl SourcePlugin for Oras {
                 .at("/auth"),
             );
         }
+        if config.insecure_skip_verify {
+            found.push(
+                Diagnostic::warning(
+                    "`insecureSkipVerify` is not honoured: Tazuna always verifies the registry's certificate",
+                )
+                .at("/insecureSkipVerify"),
+            );
+        }
         if let Some(delegate) = &config.delegate {
-            let stray = match delegate.kind {
-                DelegateType::Manifests => delegate.kustomize.is_some().then_some("kustomize"),
-                DelegateType::Kustomize => delegate.manifests.is_some().then_some("manifests"),
-            };
-            if let Some(block) = stray {
-                found.push(
-                    Diagnostic::error(format!(
-                        "`delegate.{block}` does not go with `delegate.type: {}`",
-                        if delegate.kind == DelegateType::Kustomize {
-                            "kustomize"
-                        } else {
-                            "manifests"
-                        }
-                    ))
-                    .at(format!("/delegate/{block}")),
-                );
+            let blocks = [
+                (
+                    "kustomize",
+                    delegate.kustomize.is_some(),
+                    DelegateType::Kustomize,
+                ),
+                (
+                    "helmfile",
+                    delegate.helmfile.is_some(),
+                    DelegateType::Helmfile,
+                ),
+                (
+                    "manifests",
+                    delegate.manifests.is_some(),
+                    DelegateType::Manifests,
+                ),
+            ];
+            for (block, given, kind) in blocks {
+                if given && kind != delegate.kind {
+                    found.push(
+                        Diagnostic::error(format!(
+                            "`delegate.{block}` does not go with `delegate.type: {}`",
+                            delegate.kind.name()
+                        ))
+                        .at(format!("/delegate/{block}")),
+                    );
+                }
             }
             if delegate
                 .manifests
@@ -114,12 +159,25 @@ impl SourcePlugin for Oras {
                         .at("/delegate/manifests"),
                 );
             }
+            if let Some(block) = &delegate.helmfile {
+                found.extend(block.check().into_iter().map(|mut d| {
+                    d.path = Some(format!("/delegate/helmfile{}", d.path.unwrap_or_default()));
+                    d
+                }));
+            }
         }
         found
     }
 
     fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
-        let fetched = tazuna_sdk::artifacts::pull_oci(&config.reference, &[])?;
+        // `http://` asks the host for plain HTTP.
+        let bare = config.reference.trim_start_matches("oci://");
+        let reference = if config.plain_http {
+            format!("http://{bare}")
+        } else {
+            bare.to_owned()
+        };
+        let fetched = tazuna_sdk::artifacts::pull_oci(&reference, &[])?;
         let target = config.target.as_deref().unwrap_or(".");
         // Checked here so a target that climbs out names the field.
         paths::inside(&fetched.path, target, "/target")
@@ -142,6 +200,13 @@ impl SourcePlugin for Oras {
                     .and_then(|d| d.kustomize)
                     .unwrap_or_default();
                 kustomize::render(block, &inner)
+            }
+            DelegateType::Helmfile => {
+                let block = config
+                    .delegate
+                    .and_then(|d| d.helmfile)
+                    .unwrap_or_default();
+                helmfile::render(block, &inner)
             }
         }
         .map_err(|error| in_artifact(error, &config.reference))?;
@@ -178,7 +243,7 @@ mod tests {
     fn go_tazuna_blocks_parse_and_auth_is_pointed_out() {
         let config = config(
             r#"{"reference": "registry.example.com/platform/bundle@sha256:abc",
-                "target": "kustomize/ingress-nginx",
+                "target": "kustomize/ingress-nginx", "plainHTTP": false,
                 "auth": {"username": "ci-bot", "password": "${REGISTRY_TOKEN}"},
                 "delegate": {"type": "kustomize", "kustomize": {"defaultNamespace": "ingress-nginx"}}}"#,
         );

@@ -44,7 +44,7 @@ pub struct PullContext<'a> {
 }
 
 /// Pull `reference` (`registry/repo:tag`, `registry/repo@sha256:…`, with or
-/// without `oci://`), keeping the layers whose media type is in `media_types`
+/// without `oci://`; `http://` in front asks for plain HTTP), keeping the layers whose media type is in `media_types`
 /// (all layers when it is empty).
 pub fn pull(
     ctx: &PullContext<'_>,
@@ -57,7 +57,11 @@ pub fn pull(
             ctx.plugin
         )));
     }
-    let bare = reference.strip_prefix("oci://").unwrap_or(reference);
+    // `http://` asks for plain HTTP; loopback registries get it anyway.
+    let (bare, plain_http) = match reference.strip_prefix("http://") {
+        Some(rest) => (rest, true),
+        None => (reference.strip_prefix("oci://").unwrap_or(reference), false),
+    };
     let source =
         Source::parse(ctx.plugin, bare).map_err(|error| PluginError::Other(error.to_string()))?;
     let scratch = ctx
@@ -79,7 +83,7 @@ pub fn pull(
                     .build()
                     .map_err(|e| PluginError::Other(format!("cannot start a runtime: {e}")))?;
                 runtime.block_on(async {
-                    tokio::time::timeout(timeout, fetch(&source, &media_types, &host))
+                    tokio::time::timeout(timeout, fetch(&source, plain_http, &media_types, &host))
                         .await
                         .unwrap_or_else(|_| {
                             Err(PluginError::Timeout(format!(
@@ -120,12 +124,17 @@ fn fresh_dir(scratch: &Path) -> Result<(String, PathBuf), PluginError> {
 
 /// Pull the manifest and the wanted layers of `source` into `dir`; returns the
 /// manifest digest.
-async fn fetch(source: &Source, media_types: &[String], dir: &Path) -> Result<String, PluginError> {
+async fn fetch(
+    source: &Source,
+    plain_http: bool,
+    media_types: &[String],
+    dir: &Path,
+) -> Result<String, PluginError> {
     let reference = source.reference();
     let network = |what: &str, error: &dyn std::fmt::Display| {
         PluginError::Network(format!("{what} `oci://{reference}`: {error}"))
     };
-    let client = source.client();
+    let client = source.client_over(plain_http);
     let auth = distribution::auth_for(&source.registry);
     let (manifest, digest) = client
         .pull_image_manifest(&reference, &auth)

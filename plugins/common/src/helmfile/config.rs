@@ -29,8 +29,12 @@ pub struct Config {
     /// The Kubernetes version for `.Capabilities.KubeVersion`; defaults to the target
     /// cluster's.
     pub kube_version: Option<String>,
-    /// The helmfile environment (`--environment`); helmfile's `default` when left out.
+    /// The helmfile environment (`--environment`). Left out, Tazuna's `-e` is passed when the
+    /// helmfile declares that environment, and helmfile's `default` is used otherwise.
     pub environment: Option<String>,
+    /// Namespace for namespaced objects that neither their release nor the template gives one,
+    /// as Go Tazuna files write it. Same as the manifest's `namespace`; give one or the other.
+    pub default_namespace: Option<String>,
     /// Render only the releases that match these label selectors (`--selector`).
     #[serde(default)]
     pub selectors: Vec<String>,
@@ -48,6 +52,8 @@ pub struct Var {
     /// The value, with `from: static`.
     #[serde(rename = "static")]
     pub value: Option<serde_json::Value>,
+    /// A list value, with `from: static`.
+    pub static_slice: Option<Vec<serde_json::Value>>,
     /// A mapping value, with `from: static`.
     pub static_map: Option<serde_json::Map<String, serde_json::Value>>,
     /// The variable's name, with `from: env`.
@@ -76,10 +82,15 @@ impl Config {
             let at = |field: &str| format!("/vars/{name}{field}");
             match var.from {
                 From::Static => {
-                    if var.value.is_some() == var.static_map.is_some() {
+                    let given = [
+                        var.value.is_some(),
+                        var.static_slice.is_some(),
+                        var.static_map.is_some(),
+                    ];
+                    if given.iter().filter(|given| **given).count() != 1 {
                         found.push(
                             Diagnostic::error(format!(
-                                "var `{name}` is `from: static` and needs exactly one of `static` (any value) or `staticMap` (a mapping)"
+                                "var `{name}` is `from: static` and needs exactly one of `static` (a value), `staticSlice` (a list) or `staticMap` (a mapping)"
                             ))
                             .at(at("")),
                         );
@@ -102,10 +113,11 @@ impl Config {
         self.vars
             .iter()
             .filter_map(|(name, var)| {
-                let value = match (&var.value, &var.static_map) {
-                    (Some(value), _) => value.clone(),
-                    (None, Some(map)) => serde_json::Value::Object(map.clone()),
-                    (None, None) => return None,
+                let value = match (&var.value, &var.static_slice, &var.static_map) {
+                    (Some(value), _, _) => value.clone(),
+                    (None, Some(list), _) => serde_json::Value::Array(list.clone()),
+                    (None, None, Some(map)) => serde_json::Value::Object(map.clone()),
+                    (None, None, None) => return None,
                 };
                 Some((name.clone(), value))
             })
@@ -126,14 +138,16 @@ mod tests {
         let config = config(
             r#"{"includeCRDs": true, "wait": true, "timeoutSeconds": 120,
                 "vars": {"extraLabels": {"from": "static", "staticMap": {"tier": "platform"}},
-                         "replicas": {"from": "static", "static": 2}},
+                         "replicas": {"from": "static", "static": 2},
+                         "zones": {"from": "static", "staticSlice": ["a", "b"]}},
+                "defaultNamespace": "platform",
                 "extraValueFiles": ["values/common.yaml"], "kubeVersion": "1.30.0"}"#,
         );
         assert!(config.include_crds);
         assert!(config.check().is_empty(), "{:?}", config.check());
         assert_eq!(
             serde_json::Value::Object(config.state_values()),
-            serde_json::json!({"extraLabels": {"tier": "platform"}, "replicas": 2})
+            serde_json::json!({"extraLabels": {"tier": "platform"}, "replicas": 2, "zones": ["a", "b"]})
         );
     }
 

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use tazuna_plugin_common::helm::{self, Read};
+use crate::helm::{self, Read};
 
 /// One release's objects.
 #[derive(Debug)]

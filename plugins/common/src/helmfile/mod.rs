@@ -1,0 +1,325 @@
+//! The `helmfile` source as a library: `helmfile template` of the helmfile at the request's
+//! `path`, run by the host (grants `exec:helmfile`, and `exec:helm` so that helmfile finds the
+//! `helm` Tazuna was given). The `helmfile` plugin exports it; the `oras` plugin hands pulled
+//! bundles to it.
+//!
+//! ```yaml
+//! - name: cert-manager
+//!   type: helmfile
+//!   path: ./helmfile/cert-manager      # a directory with helmfile.yaml(.gotmpl), or the file
+//!   namespace: cert-manager
+//!   helmfile:                          # Go Tazuna's block
+//!     includeCRDs: true
+//!     vars:
+//!       extraLabels: { from: static, staticMap: { tier: platform } }
+//! ```
+//!
+//! [`config`] holds the block; [`template_args`] builds the command line; [`releases`] reads
+//! what helm wrote for each release, each object named after its release and chart template.
+
+pub mod config;
+pub mod releases;
+
+use std::path::Path;
+
+use tazuna_sdk::exec::Command;
+use tazuna_sdk::{ClusterInfo, Diagnostic, PluginError, RenderOutput, RenderRequest};
+
+use crate::paths;
+
+pub use config::Config;
+
+/// Guest file name of the state values written for `vars`.
+const STATE_VALUES_FILE: &str = "tazuna-state-values.json";
+
+/// Scratch directory helm writes each release's templates to, as
+/// `<release>_<namespace>/<chart>/templates/<file>`.
+const OUTPUT_DIR: &str = "rendered";
+
+/// Where each release's files go, below the output directory. Neither release names nor
+/// namespaces contain `_`, and the namespace may be empty.
+const OUTPUT_DIR_TEMPLATE: &str = "{{ .OutputDir }}/{{ .Release.Name }}_{{ .Release.Namespace }}";
+
+/// Renders the helmfile at `request.path` inside `request.workdir`.
+pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
+    let invalid = |diagnostic: Diagnostic| PluginError::InvalidConfig(vec![diagnostic]);
+    let Some(path) = request.path.as_deref().filter(|path| !path.is_empty()) else {
+        return Err(invalid(Diagnostic::error(format!(
+            "manifest `{}` has type `helmfile` but no `path` naming its helmfile (a file, or a directory holding helmfile.yaml)",
+            request.manifest_name
+        ))));
+    };
+    let given = paths::inside(&request.workdir, path, "path").map_err(invalid)?;
+    let Some(file) = find_helmfile(Path::new(&given)) else {
+        return Err(PluginError::not_found(format_args!(
+            "helmfile `{path}` (the manifest's `path`) does not exist, or holds none of {}",
+            HELMFILE_NAMES.join(", ")
+        )));
+    };
+    // As in Go Tazuna, `extraValueFiles` are relative to the helmfile's directory.
+    let helmfile_dir = if Path::new(&given).is_dir() {
+        path.to_owned()
+    } else {
+        Path::new(path)
+            .parent()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let mut values_files = Vec::new();
+    for (index, extra) in config.extra_value_files.iter().enumerate() {
+        let relative = format!("{}/{extra}", helmfile_dir.trim_end_matches('/'));
+        let guest = paths::inside(
+            &request.workdir,
+            relative.trim_start_matches('/'),
+            &format!("/extraValueFiles/{index}"),
+        )
+        .map_err(invalid)?;
+        if !Path::new(&guest).is_file() {
+            return Err(PluginError::not_found(format_args!(
+                "values file `{extra}` (in `helmfile.extraValueFiles`, relative to the helmfile) does not exist"
+            )));
+        }
+        values_files.push(guest);
+    }
+    let namespace = match (
+        request.namespace.as_deref().filter(|ns| !ns.is_empty()),
+        config
+            .default_namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty()),
+    ) {
+        (Some(a), Some(b)) if a != b => {
+            return Err(invalid(
+                Diagnostic::error(format!(
+                    "`defaultNamespace: {b}` disagrees with the manifest's `namespace: {a}`; keep one of them"
+                ))
+                .at("/defaultNamespace"),
+            ));
+        }
+        (a, b) => a.or(b),
+    };
+    // Tazuna's `-e` reaches the helmfile when it declares that environment;
+    // helmfile refuses one it does not know.
+    let environment = config.environment.clone().or_else(|| {
+        let name = request.environment.as_deref()?;
+        let text = std::fs::read_to_string(&file).ok()?;
+        declares_environment(&text, name).then(|| name.to_owned())
+    });
+    let state_values = config.state_values();
+    let state_values_file = if state_values.is_empty() {
+        None
+    } else {
+        let file = format!(
+            "{}/{STATE_VALUES_FILE}",
+            request.scratch.trim_end_matches('/')
+        );
+        let text = serde_json::to_string(&state_values).map_err(PluginError::other)?;
+        std::fs::write(&file, text)
+            .map_err(|error| PluginError::other(format_args!("cannot write `{file}`: {error}")))?;
+        Some(file)
+    };
+    let output_dir = format!("{}/{OUTPUT_DIR}", request.scratch.trim_end_matches('/'));
+    let args = template_args(&Template {
+        file: &file,
+        config: &config,
+        environment: environment.as_deref(),
+        cluster: request.cluster.as_ref(),
+        state_values_file: state_values_file.as_deref(),
+        values_files: &values_files,
+        output_dir: &output_dir,
+    });
+    Command::new("helmfile")
+        .args(args)
+        .cwd(request.scratch.as_str())
+        .run_checked()?;
+    let mut rendered = RenderOutput::new(Vec::new());
+    for release in releases::read(Path::new(&output_dir)).map_err(PluginError::other)? {
+        let read = release.read;
+        if !read.objects.errors.is_empty() {
+            return Err(PluginError::InvalidInput(read.objects.errors));
+        }
+        // Objects without a namespace go where `helm install` would put them: the
+        // release's namespace, else the manifest's.
+        let namespace = release.namespace.as_deref().or(namespace);
+        rendered.manifests.extend(crate::encode(
+            read.objects.objects,
+            namespace,
+            request.cluster.as_ref(),
+        )?);
+        rendered.diagnostics.extend(read.objects.notes);
+        rendered.diagnostics.extend(read.hooks);
+    }
+    Ok(rendered)
+}
+
+/// The names helmfile looks for in a directory, in its order.
+const HELMFILE_NAMES: &[&str] = &[
+    "helmfile.yaml.gotmpl",
+    "helmfile.yaml",
+    "helmfile.yml.gotmpl",
+    "helmfile.yml",
+    "helmfile.d",
+];
+
+/// The helmfile `path` names: the file itself, or the first of
+/// [`HELMFILE_NAMES`] in the directory. helmfile is given that, never the
+/// directory: it would read every YAML file there as a helmfile.
+fn find_helmfile(path: &Path) -> Option<String> {
+    if path.is_file() {
+        return Some(path.to_string_lossy().into_owned());
+    }
+    HELMFILE_NAMES
+        .iter()
+        .map(|name| path.join(name))
+        .find(|candidate| {
+            if candidate.ends_with("helmfile.d") {
+                candidate.is_dir()
+            } else {
+                candidate.is_file()
+            }
+        })
+        .map(|found| found.to_string_lossy().into_owned())
+}
+
+/// Whether a helmfile's text declares environment `name` (a key of its
+/// top-level `environments:`).
+pub fn declares_environment(text: &str, name: &str) -> bool {
+    let mut inside = false;
+    for line in text.lines() {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let indented = line.starts_with([' ', '\t']);
+        if !indented {
+            inside = line.trim_end() == "environments:";
+            continue;
+        }
+        if inside
+            && let Some(key) = line
+                .trim()
+                .strip_suffix(':')
+                .or_else(|| line.trim().split_once(':').map(|(k, _)| k))
+            && key.trim_matches(['"', '\'']) == name
+            && line.len() - line.trim_start().len() <= 4
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// Everything one `helmfile template` run depends on.
+pub struct Template<'a> {
+    /// Guest path of the helmfile, or of its directory.
+    pub file: &'a str,
+    /// The manifest's `helmfile:` block.
+    pub config: &'a Config,
+    /// The helmfile environment to render, if any.
+    pub environment: Option<&'a str>,
+    /// The target cluster, when one is known.
+    pub cluster: Option<&'a ClusterInfo>,
+    /// Guest path of the state values written for `vars`.
+    pub state_values_file: Option<&'a str>,
+    /// Guest paths of `extraValueFiles`.
+    pub values_files: &'a [String],
+    /// Guest path of the directory helm writes the releases to.
+    pub output_dir: &'a str,
+}
+
+/// The arguments of `helmfile template` for `template`. Chart tests are left out, as in the
+/// `helm` source. Releases are written to files, one directory per release, because helm's
+/// stdout does not say which release an object belongs to, and an object without a namespace
+/// belongs in its release's. helmfile's `--namespace` is not passed: it would override the
+/// namespace of every release.
+pub fn template_args(template: &Template<'_>) -> Vec<String> {
+    let config = template.config;
+    let mut args = vec![format!("--file={}", template.file), "--no-color".to_owned()];
+    if let Some(environment) = template.environment {
+        args.push(format!("--environment={environment}"));
+    }
+    if let Some(file) = template.state_values_file {
+        args.push(format!("--state-values-file={file}"));
+    }
+    for selector in &config.selectors {
+        args.push(format!("--selector={selector}"));
+    }
+    if config.plain_http {
+        args.push("--oci-plain-http".to_owned());
+    }
+    args.push("template".to_owned());
+    if config.include_crds {
+        args.push("--include-crds".to_owned());
+    }
+    args.push("--skip-tests".to_owned());
+    let kube_version = config
+        .kube_version
+        .clone()
+        .or_else(|| template.cluster.map(|cluster| cluster.kube_version.clone()));
+    if let Some(version) = kube_version {
+        args.push(format!("--kube-version={version}"));
+    }
+    for file in template.values_files {
+        args.push(format!("--values={file}"));
+    }
+    args.push(format!("--output-dir={}", template.output_dir));
+    args.push(format!("--output-dir-template={OUTPUT_DIR_TEMPLATE}"));
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environments_are_found_among_the_top_level_keys_only() {
+        let text = "environments:\n  staging:\n    values: [a.yaml]\n  \"prod\": {}\nreleases:\n  - name: staging\n";
+        assert!(declares_environment(text, "staging"));
+        assert!(declares_environment(text, "prod"));
+        assert!(!declares_environment(text, "dev"));
+        assert!(!declares_environment(
+            "releases:\n  - name: staging\n",
+            "staging"
+        ));
+    }
+
+    #[test]
+    fn go_tazuna_blocks_become_global_flags_then_template_flags() {
+        let config: Config = serde_json::from_str(
+            r#"{"includeCRDs": true, "environment": "staging", "selectors": ["tier=platform"],
+                "vars": {"x": {"from": "static", "static": 1}}}"#,
+        )
+        .unwrap();
+        let cluster = ClusterInfo {
+            kube_version: "v1.37.2".into(),
+            api_versions: vec![],
+            resources: vec![],
+        };
+        let values = vec!["/manifest/common.yaml".to_owned()];
+        let args = template_args(&Template {
+            file: "/manifest/helmfile",
+            config: &config,
+            environment: config.environment.as_deref(),
+            cluster: Some(&cluster),
+            state_values_file: Some("/scratch/tazuna-state-values.json"),
+            values_files: &values,
+            output_dir: "/scratch/rendered",
+        });
+        assert_eq!(
+            args,
+            [
+                "--file=/manifest/helmfile",
+                "--no-color",
+                "--environment=staging",
+                "--state-values-file=/scratch/tazuna-state-values.json",
+                "--selector=tier=platform",
+                "template",
+                "--include-crds",
+                "--skip-tests",
+                "--kube-version=v1.37.2",
+                "--values=/manifest/common.yaml",
+                "--output-dir=/scratch/rendered",
+                "--output-dir-template={{ .OutputDir }}/{{ .Release.Name }}_{{ .Release.Namespace }}",
+            ]
+        );
+    }
+}
