@@ -228,7 +228,12 @@ impl Source {
         };
         let last = named.rsplit('/').next().unwrap_or(named);
         let tag = last.split_once(':').map(|(_, tag)| tag.to_owned());
-        if !named.contains('/') {
+        // As docker reads it: the first segment is a host if it has a `.` or
+        // a `:`, or is `localhost`.
+        let first = named.split('/').next().unwrap_or_default();
+        let names_host =
+            named.contains('/') && (first.contains(['.', ':']) || first == "localhost");
+        if !names_host {
             return Err(invalid(
                 "it names no registry host (Tazuna does not assume docker.io)".to_owned(),
             ));
@@ -650,8 +655,11 @@ mod tests {
             pinned.reference().to_string(),
             format!("ghcr.io/acme/x@{digest}")
         );
-        let error = Source::parse("p", "configmap").unwrap_err().to_string();
-        assert!(error.contains("names no registry host"), "{error}");
+        for hostless in ["configmap", "acme/configmap"] {
+            let error = Source::parse("p", hostless).unwrap_err().to_string();
+            assert!(error.contains("names no registry host"), "{error}");
+        }
+        assert!(Source::parse("p", "localhost/acme/configmap").is_ok());
     }
 
     #[test]

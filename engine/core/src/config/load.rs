@@ -729,6 +729,10 @@ fn is_oci_reference(reference: &str) -> bool {
     let Some((host, path)) = named.split_once('/') else {
         return false;
     };
+    // As docker reads it: a host has a `.` or a `:`, or is `localhost`.
+    if !(host.contains(['.', ':']) || host == "localhost") {
+        return false;
+    }
     let repository = match path.rsplit_once('/') {
         Some((parent, last)) => (parent, last.split_once(':').map_or(last, |(l, _)| l)),
         None => ("", path.split_once(':').map_or(path, |(p, _)| p)),
