@@ -728,3 +728,96 @@ spec:
         text(&built)
     );
 }
+
+#[test]
+fn a_private_oci_chart_is_pulled_with_the_users_registry_login() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let Some(registry) = e2e::registry_with_basic_auth("robot", "s3cret-pass") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let target = format!("oci://{}/charts", registry.host());
+    let mut package = Command::new(&tools.helm);
+    package.current_dir(root).env("HOME", &home).args([
+        "package",
+        chart().to_str().unwrap(),
+        "--destination",
+        ".",
+    ]);
+    succeed(&mut package);
+    let mut push = Command::new(&tools.helm);
+    push.current_dir(root).env("HOME", &home).args([
+        "push",
+        "hello-0.1.0.tgz",
+        &target,
+        "--plain-http",
+        "--username",
+        "robot",
+        "--password",
+        "s3cret-pass",
+    ]);
+    succeed(&mut push);
+    write(
+        root,
+        "project/tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: hello
+      type: helm
+      namespace: hello
+      helm:
+        chart: {target}/hello
+        version: 0.1.0
+        plainHttp: true
+"
+        ),
+    );
+    let project = root.join("project");
+    let build = |docker_config: &Path| {
+        let mut command = tazuna(&tools, &project);
+        command
+            .env("HOME", &home)
+            .env_remove("HELM_REGISTRY_CONFIG")
+            .env("DOCKER_CONFIG", docker_config)
+            .arg("build");
+        output(&mut command)
+    };
+
+    // Without a login, the registry refuses helm, and the error says so.
+    let anonymous = build(&root.join("no-logins"));
+    assert_eq!(anonymous.status.code(), Some(1), "{}", text(&anonymous));
+    let stderr = String::from_utf8_lossy(&anonymous.stderr);
+    assert!(
+        stderr.contains("plugin `helm` failed")
+            && (stderr.contains("credential") || stderr.to_lowercase().contains("unauthorized")),
+        "{}",
+        text(&anonymous)
+    );
+
+    // With the login in the docker config ("robot:s3cret-pass"), it pulls.
+    write(
+        root,
+        "docker/config.json",
+        &format!(
+            r#"{{"auths": {{"{}": {{"auth": "cm9ib3Q6czNjcmV0LXBhc3M="}}}}}}"#,
+            registry.host()
+        ),
+    );
+    let logged_in = build(&root.join("docker"));
+    assert!(logged_in.status.success(), "{}", text(&logged_in));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&logged_in.stdout),
+        String::from_utf8_lossy(&logged_in.stderr)
+    );
+    assert!(said.contains("name: hello-hello"), "{}", text(&logged_in));
+    assert!(!said.contains("s3cret"), "the password is never shown");
+}

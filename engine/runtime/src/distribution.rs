@@ -595,15 +595,36 @@ pub async fn push(path: &Path, reference: &str) -> Result<String, DistributionEr
 
 /// Credentials for `registry` from the docker config, else anonymous.
 pub fn auth_for(registry: &str) -> RegistryAuth {
-    let path = std::env::var_os("DOCKER_CONFIG")
-        .map(|dir| PathBuf::from(dir).join("config.json"))
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".docker/config.json"))
-        });
-    let Some(text) = path.and_then(|path| std::fs::read_to_string(path).ok()) else {
+    let Some(text) = docker_config().and_then(|path| std::fs::read_to_string(path).ok()) else {
         return RegistryAuth::Anonymous;
     };
     docker_auth(&text, registry).unwrap_or(RegistryAuth::Anonymous)
+}
+
+/// The docker config file: `$DOCKER_CONFIG/config.json`, else
+/// `~/.docker/config.json`.
+pub fn docker_config() -> Option<PathBuf> {
+    std::env::var_os("DOCKER_CONFIG")
+        .map(|dir| PathBuf::from(dir).join("config.json"))
+        .or_else(|| {
+            std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".docker/config.json"))
+        })
+}
+
+/// The registry logins helm should use for OCI charts: `$HELM_REGISTRY_CONFIG`,
+/// else helm's own `~/.config/helm/registry/config.json` when `helm registry
+/// login` wrote one, else the docker config. Only an existing file counts.
+pub fn helm_registry_config() -> Option<PathBuf> {
+    let helm_default = std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".config/helm/registry/config.json"));
+    [
+        std::env::var_os("HELM_REGISTRY_CONFIG").map(PathBuf::from),
+        helm_default,
+        docker_config(),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|path| path.is_file())
 }
 
 /// The basic-auth entry for `registry` in a docker config file.

@@ -4,7 +4,8 @@
 //! the grant `exec:<tool>`, maps the name to a binary, refuses arguments that would
 //! make the tool run other programs, maps guest paths in arguments and the working
 //! directory to host paths inside the preopened directories, scrubs the
-//! environment, and enforces a timeout and an output cap.
+//! environment (passing only `PATH`, `HOME` and the path of the user's registry
+//! logins, `HELM_REGISTRY_CONFIG`), and enforces a timeout and an output cap.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -117,6 +118,11 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Registry logins reach the tool by path, never through the plugin: the
+    // file lies outside the plugin's preopens.
+    if let Some(logins) = crate::distribution::helm_registry_config() {
+        child.env("HELM_REGISTRY_CONFIG", logins);
+    }
     for (key, value) in &command.env {
         child.env(key, value);
     }
