@@ -546,10 +546,10 @@ async fn pull(
     })
 }
 
-/// Push the component at `path` to `oci://<reference>` (which must name a
-/// tag) in the CNCF Wasm layout; returns the manifest digest.
-pub async fn push(path: &Path, reference: &str) -> Result<String, DistributionError> {
-    let name = "push";
+/// Push the component at `path`, the plugin `name`, to `oci://<reference>`
+/// (which must name a tag) in the CNCF Wasm layout; returns the manifest
+/// digest.
+pub async fn push(name: &str, path: &Path, reference: &str) -> Result<String, DistributionError> {
     let source = Source::parse(name, reference)?;
     let Some(tag) = &source.tag else {
         return Err(DistributionError::InvalidReference {

@@ -153,7 +153,7 @@ fn push(
         |stem| stem.to_string_lossy().into_owned(),
     );
     let plugin = host.load_source(&name, &bytes, Grants::List(&[]))?;
-    let digest = super::block_on(distribution::push(component, target))?;
+    let digest = super::block_on(distribution::push(&plugin.info().name, component, target))?;
     outln!(
         "pushed {} {} to {reference}\ndigest: {digest}",
         plugin.info().name,
