@@ -478,12 +478,33 @@ fn a_broken_chart_a_missing_kustomization_and_a_missing_tool_are_explained() {
     );
     std::fs::write(&file, config).unwrap();
 
-    // Without a configured or installed helm, the error says how to provide one.
-    let mut without = tazuna(&tools, root);
-    without
-        .env_remove("TAZUNA_TOOL_HELM")
-        .env("PATH", "/nonexistent");
-    let built = output(without.arg("build"));
+    // `check` knows which tools the manifests need and finds them.
+    let checked = output(tazuna(&tools, root).arg("check"));
+    assert!(
+        !String::from_utf8_lossy(&checked.stderr).contains("is not installed"),
+        "{}",
+        text(&checked)
+    );
+
+    // Without a configured or installed helm, check warns and the render
+    // error says how to provide one.
+    let without = || {
+        let mut command = tazuna(&tools, root);
+        command
+            .env_remove("TAZUNA_TOOL_HELM")
+            .env("PATH", "/nonexistent");
+        command
+    };
+    let checked = output(without().arg("check"));
+    let stderr = String::from_utf8_lossy(&checked.stderr);
+    assert!(
+        stderr
+            .contains("warning: `helm` is not installed, and manifests `hello`, `platform` run it")
+            && stderr.contains("hint: put `helm` on PATH or set TAZUNA_TOOL_HELM"),
+        "{}",
+        text(&checked)
+    );
+    let built = output(without().arg("build"));
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert!(
         stderr.contains("tool `helm` is not installed: put it on PATH or set TAZUNA_TOOL_HELM"),

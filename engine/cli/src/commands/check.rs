@@ -3,8 +3,10 @@
 use std::process::ExitCode;
 
 use clap::Args;
+use tazuna_core::config::Manifest;
 use tazuna_core::graph;
-use tazuna_engine::host::Severity;
+use tazuna_engine::host::{Severity, locate_tool, tool_env_var};
+use tazuna_engine::plugins::PluginSet;
 use tazuna_engine::render::{self, PathProblem};
 use tazuna_engine::report::OutputFormat;
 
@@ -78,6 +80,7 @@ impl Check {
                 ));
             }
         }
+        problems.extend(missing_tools(&manifests, &plugins));
         let errors = problems.iter().filter(|p| p.starts_with("error:")).count();
         for problem in &problems {
             eprintln!("{}", failure::paint(problem, settings.stderr_color));
@@ -111,4 +114,47 @@ impl Check {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// A warning for each tool the manifests' plugins may run that is not
+/// installed, naming the manifests that need it. Not an error: a file can be
+/// checked where the tools are not.
+fn missing_tools(manifests: &[&Manifest], plugins: &PluginSet) -> Vec<String> {
+    let mut needed: std::collections::BTreeMap<String, Vec<&str>> = Default::default();
+    for manifest in manifests {
+        let Some(plugin) = plugins.get(&manifest.kind) else {
+            continue;
+        };
+        for tool in plugin
+            .capabilities()
+            .iter()
+            .filter_map(|capability| capability.strip_prefix("exec:"))
+            .filter(|tool| !tool.contains('*'))
+        {
+            needed
+                .entry(tool.to_owned())
+                .or_default()
+                .push(&manifest.name);
+        }
+    }
+    needed
+        .into_iter()
+        .filter(|(tool, _)| locate_tool(tool).is_none())
+        .map(|(tool, names)| {
+            let who = match names.as_slice() {
+                [one] => format!("manifest `{one}` runs"),
+                many => format!(
+                    "manifests {} run",
+                    many.iter()
+                        .map(|name| format!("`{name}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            format!(
+                "warning: `{tool}` is not installed, and {who} it\nhint: put `{tool}` on PATH or set {}",
+                tool_env_var(&tool)
+            )
+        })
+        .collect()
 }
