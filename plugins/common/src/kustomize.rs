@@ -93,18 +93,11 @@ pub fn plan(config: &Config, request: &RenderRequest) -> Result<Plan, PluginErro
         ))));
     };
     let directory = paths::inside(&request.workdir, path, "path").map_err(invalid)?;
-    let manifest_namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
-    let namespace = match (manifest_namespace, config.default_namespace.clone()) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(invalid(
-                Diagnostic::error(format!(
-                    "`defaultNamespace: {b}` disagrees with the manifest's `namespace: {a}`; keep one of them"
-                ))
-                .at("/defaultNamespace"),
-            ));
-        }
-        (a, b) => a.or(b),
-    };
+    let namespace = crate::default_namespace(
+        request.namespace.as_deref(),
+        config.default_namespace.as_deref(),
+    )
+    .map_err(invalid)?;
     Ok(Plan {
         path: path.to_owned(),
         directory,

@@ -25,10 +25,26 @@ pub mod paths;
 pub mod scope;
 pub mod yaml;
 
-use tazuna_sdk::{ClusterInfo, Manifest, PluginError};
+use tazuna_sdk::{ClusterInfo, Diagnostic, Manifest, PluginError};
 
 use crate::documents::Object;
 use crate::scope::Scopes;
+
+/// The default namespace of a manifest whose block may give one too, as Go Tazuna files write
+/// it (`defaultNamespace`): either is taken, and both must agree.
+pub fn default_namespace(
+    manifest: Option<&str>,
+    block: Option<&str>,
+) -> Result<Option<String>, Diagnostic> {
+    let given = |ns: Option<&str>| ns.filter(|ns| !ns.is_empty()).map(str::to_owned);
+    match (given(manifest), given(block)) {
+        (Some(a), Some(b)) if a != b => Err(Diagnostic::error(format!(
+            "`defaultNamespace: {b}` disagrees with the manifest's `namespace: {a}`; keep one of them"
+        ))
+        .at("/defaultNamespace")),
+        (a, b) => Ok(a.or(b)),
+    }
+}
 
 /// Encodes `objects` for the host, giving each namespaced object without a namespace
 /// `namespace`, when one is set. The origin of each object is kept.

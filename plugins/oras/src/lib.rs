@@ -202,10 +202,7 @@ impl SourcePlugin for Oras {
                 kustomize::render(block, &inner)
             }
             DelegateType::Helmfile => {
-                let block = config
-                    .delegate
-                    .and_then(|d| d.helmfile)
-                    .unwrap_or_default();
+                let block = config.delegate.and_then(|d| d.helmfile).unwrap_or_default();
                 helmfile::render(block, &inner)
             }
         }

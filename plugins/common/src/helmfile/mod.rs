@@ -81,23 +81,11 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         }
         values_files.push(guest);
     }
-    let namespace = match (
-        request.namespace.as_deref().filter(|ns| !ns.is_empty()),
-        config
-            .default_namespace
-            .as_deref()
-            .filter(|ns| !ns.is_empty()),
-    ) {
-        (Some(a), Some(b)) if a != b => {
-            return Err(invalid(
-                Diagnostic::error(format!(
-                    "`defaultNamespace: {b}` disagrees with the manifest's `namespace: {a}`; keep one of them"
-                ))
-                .at("/defaultNamespace"),
-            ));
-        }
-        (a, b) => a.or(b),
-    };
+    let namespace = crate::default_namespace(
+        request.namespace.as_deref(),
+        config.default_namespace.as_deref(),
+    )
+    .map_err(invalid)?;
     // Tazuna's `-e` reaches the helmfile when it declares that environment;
     // helmfile refuses one it does not know.
     let environment = config.environment.clone().or_else(|| {
@@ -140,7 +128,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         }
         // Objects without a namespace go where `helm install` would put them: the
         // release's namespace, else the manifest's.
-        let namespace = release.namespace.as_deref().or(namespace);
+        let namespace = release.namespace.as_deref().or(namespace.as_deref());
         rendered.manifests.extend(crate::encode(
             read.objects.objects,
             namespace,
