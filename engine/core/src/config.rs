@@ -111,10 +111,18 @@ impl Config {
     /// Errors for the first manifest whose `type` is neither in `known` (the caller's
     /// built-ins) nor the name of a plugin in `spec.plugins`, pointing at the `type:` value.
     pub fn check_types(&self, known: &[&str]) -> Result<(), ConfigError> {
+        self.check_types_tagged(known, &[])
+    }
+
+    /// Like [`Config::check_types`], for the manifests carrying any of `tags`
+    /// only (all of them when `tags` is empty): a run that leaves a manifest
+    /// out does not need its plugin.
+    pub fn check_types_tagged(&self, known: &[&str], tags: &[String]) -> Result<(), ConfigError> {
         let mut all: Vec<String> = known.iter().map(|k| (*k).to_owned()).collect();
         all.extend(self.spec.plugins.iter().map(|p| p.name.clone()));
         for (manifest, at) in self.manifests.iter().zip(&self.type_spans) {
-            if !all.contains(&manifest.kind) {
+            let selected = tags.is_empty() || manifest.tags.iter().any(|t| tags.contains(t));
+            if selected && !all.contains(&manifest.kind) {
                 return Err(ConfigError::UnknownType {
                     name: manifest.name.clone(),
                     kind: manifest.kind.clone(),

@@ -35,7 +35,7 @@ pub fn load_config(settings: &GlobalSettings) -> anyhow::Result<Config> {
     };
     let config = config::load(&settings.file, &options)?;
     let builtins: Vec<&str> = plugins::builtin_names().collect();
-    config.check_types(&builtins)?;
+    config.check_types_tagged(&builtins, &settings.tags)?;
     Ok(config)
 }
 

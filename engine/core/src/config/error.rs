@@ -237,7 +237,7 @@ pub enum ConfigError {
         at: Box<Span>,
     },
     /// A manifest's `type` is neither a built-in nor a declared plugin.
-    #[error("unknown manifest type `{kind}` in manifest `{name}`")]
+    #[error("{} manifest type `{kind}` in manifest `{name}`", if crate::config::BUILTIN_TYPES.contains(&kind.as_str()) { "not yet supported" } else { "unknown" })]
     UnknownType {
         /// The manifest.
         name: String,
@@ -429,6 +429,14 @@ impl ConfigError {
             Self::Cycle { .. } => {
                 Some("remove one of these `dependsOn` entries to break the cycle".to_owned())
             }
+            Self::UnknownType {
+                kind,
+                known,
+                suggestion,
+                ..
+            } if crate::config::BUILTIN_TYPES.contains(&kind.as_str()) => Some(format!(
+                "`{kind}` is a Go Tazuna type this version does not render yet; leave the manifest out of the run with `-t <tags>`, or declare a plugin named `{kind}` under `spec.plugins`"
+            )),
             Self::UnknownType {
                 kind,
                 known,
