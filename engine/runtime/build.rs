@@ -6,7 +6,15 @@
 
 use std::path::PathBuf;
 
-const BUILTINS: &[&str] = &["manifests", "kustomize", "helm", "helmfile", "oras"];
+const BUILTINS: &[&str] = &[
+    "manifests",
+    "kustomize",
+    "helm",
+    "helmfile",
+    "oras",
+    "envfile",
+    "onepassword",
+];
 
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/plugins");

@@ -21,6 +21,7 @@ pub mod plan;
 pub mod plugins;
 pub mod render;
 pub mod report;
+pub mod secrets;
 pub mod state;
 pub mod status;
 pub mod wait;

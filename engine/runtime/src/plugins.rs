@@ -64,6 +64,24 @@ pub const BUILTINS: &[Builtin] = &[
     },
 ];
 
+/// Every built-in secret resolver, by the provider `type` it serves.
+pub const BUILTIN_RESOLVERS: &[Builtin] = &[
+    Builtin {
+        name: "envfile",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/envfile.wasm"
+        )),
+    },
+    Builtin {
+        name: "onepassword",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/onepassword.wasm"
+        )),
+    },
+];
+
 /// Names of the manifest types the built-ins serve.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
     BUILTINS.iter().map(|b| b.name)

@@ -91,6 +91,15 @@ pub enum RenderError {
         /// The plugin's error.
         error: PluginError,
     },
+    /// A secret reference in a rendered Secret could not be resolved.
+    #[error("manifest `{manifest}`: {message}")]
+    Secret {
+        /// Manifest name.
+        manifest: String,
+        /// What went wrong, naming the object, the key and the provider
+        /// (never a value).
+        message: String,
+    },
     /// Upstream content changed under a pinned location and version.
     #[error(
         "manifest `{manifest}`: `{location}` {version} now has digest `{found}`, but tazuna.lock pinned `{pinned}`\nhint: the source serves other content under the same version; if that is intended, delete `sources.{manifest}` from tazuna.lock so the next run pins it again"
@@ -129,6 +138,7 @@ impl RenderError {
             | Self::Host { manifest, .. }
             | Self::Plugin { manifest, .. }
             | Self::UpstreamChanged { manifest, .. }
+            | Self::Secret { manifest, .. }
             | Self::InvalidOutput { manifest, .. } => manifest,
         }
     }

@@ -8,6 +8,7 @@ use tazuna_core::lock::Lockfile;
 use tazuna_engine::cluster::{self, Cluster};
 use tazuna_engine::guard::{ContextGuard, Rebind};
 use tazuna_engine::render::{RenderSettings, Rendered};
+use tazuna_engine::secrets;
 
 use crate::settings::GlobalSettings;
 
@@ -101,7 +102,8 @@ fn describe(error: &dyn std::error::Error) -> String {
 }
 
 /// Render `manifests` for `cluster` (plugins see its version and API
-/// groups). Each result is the rendered manifest or its error message.
+/// groups) and resolve the secret references in their Secrets. Each result
+/// is the rendered manifest or its error message.
 pub fn render(
     settings: &GlobalSettings,
     config: &Config,
@@ -115,12 +117,19 @@ pub fn render(
         cluster: Some(cluster.info()),
         concurrency: 0,
     };
-    Ok(
-        super::render_pinned(settings, &host, &plugins, manifests, &render_settings)?
-            .into_iter()
-            .map(|r| r.map_err(|e| e.to_string()))
-            .collect(),
-    )
+    let mut results = super::render_pinned(settings, &host, &plugins, manifests, &render_settings)?;
+    // Secret references are resolved only here, on the way to a cluster;
+    // `tazuna build` prints them as they are.
+    secrets::resolve_all(
+        &host,
+        &config.spec.providers,
+        &secrets::working_dir(&settings.file),
+        &mut results,
+    );
+    Ok(results
+        .into_iter()
+        .map(|r| r.map_err(|e| e.to_string()))
+        .collect())
 }
 
 /// The git commit of the directory holding the config, if it is a work tree.

@@ -12,5 +12,23 @@ wasmtime::component::bindgen!({
 
 pub use tazuna::plugin::{artifacts, exec, log, types};
 
+/// The `secret-resolver-plugin` world, sharing the imports generated above so
+/// one linker and one call state serve both worlds.
+pub mod resolver {
+    wasmtime::component::bindgen!({
+        path: "../../wit",
+        world: "secret-resolver-plugin",
+        with: {
+            "tazuna:plugin/types": super::tazuna::plugin::types,
+            "tazuna:plugin/log": super::tazuna::plugin::log,
+            "tazuna:plugin/exec": super::tazuna::plugin::exec,
+            "tazuna:plugin/artifacts": super::tazuna::plugin::artifacts,
+        },
+    });
+}
+
 /// The WIT world every source plugin must target.
 pub const SOURCE_WORLD: &str = "tazuna:plugin/source-plugin@0.1.0";
+
+/// The WIT world every secret-resolver plugin must target.
+pub const RESOLVER_WORLD: &str = "tazuna:plugin/secret-resolver-plugin@0.1.0";

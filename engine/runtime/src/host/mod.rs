@@ -20,6 +20,7 @@ mod bindings;
 mod cache;
 mod capabilities;
 mod exec;
+mod resolver;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -32,14 +33,15 @@ use wasmtime::{Config, Engine, Store, StoreLimits, StoreLimitsBuilder, Trap, Upd
 use wasmtime_wasi::p2::add_to_linker_sync;
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-pub use bindings::SOURCE_WORLD;
 pub use bindings::types::{
     ApiResource, ClusterInfo, Diagnostic, Manifest as RenderedDocument, PluginError, PluginInfo,
     RenderOutput, RenderRequest, ResolvedRef, Severity, ToolFailure,
 };
+pub use bindings::{RESOLVER_WORLD, SOURCE_WORLD};
 pub use cache::{CompileCache, Provenance};
 pub use capabilities::Capabilities;
 pub use exec::{locate as locate_tool, tool_env_var};
+pub use resolver::ResolverPlugin;
 
 use bindings::{SourcePlugin as SourceBindings, SourcePluginPre};
 use exec::{ExecContext, Mount};
@@ -210,15 +212,7 @@ impl PluginHost {
         granted: Grants<'_>,
     ) -> Result<SourcePlugin, HostError> {
         let started = Instant::now();
-        let digest = hex::encode(Sha256::digest(bytes));
-        let load_error = |e: wasmtime::Error| HostError::Load {
-            plugin: label.to_owned(),
-            message: format!("{e:#}"),
-        };
-        let (component, provenance) = self
-            .cache
-            .load(&self.engine, &digest, bytes)
-            .map_err(load_error)?;
+        let (component, provenance, digest) = self.compile(label, bytes)?;
         let pre = self
             .linker
             .instantiate_pre(&component)
@@ -290,14 +284,53 @@ impl PluginHost {
         })
     }
 
-    /// One call in a fresh store, with budgets and a fresh sandbox.
+    /// One call of a source plugin in a fresh store, with budgets and a fresh
+    /// sandbox.
     fn call<R>(
         &self,
         plugin: &SourcePlugin,
         manifest_dir: Option<&Path>,
         f: impl FnOnce(&SourceBindings, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, HostError> {
-        let name = plugin.info.name.clone();
+        self.call_in(
+            &plugin.info.name,
+            &plugin.capabilities,
+            manifest_dir,
+            |store| {
+                let bindings = plugin.pre.instantiate(&mut *store)?;
+                f(&bindings, store)
+            },
+        )
+    }
+
+    /// Compile (or load from the cache) the component `bytes`; returns it, how
+    /// it was obtained and its hex sha256.
+    fn compile(
+        &self,
+        label: &str,
+        bytes: &[u8],
+    ) -> Result<(wasmtime::component::Component, Provenance, String), HostError> {
+        let digest = hex::encode(Sha256::digest(bytes));
+        let (component, provenance) =
+            self.cache
+                .load(&self.engine, &digest, bytes)
+                .map_err(|e| HostError::Load {
+                    plugin: label.to_owned(),
+                    message: format!("{e:#}"),
+                })?;
+        Ok((component, provenance, digest))
+    }
+
+    /// One call in a fresh store, with budgets and a fresh sandbox: `run`
+    /// instantiates the component and calls it.
+    fn call_in<R>(
+        &self,
+        name: &str,
+        capabilities: &Capabilities,
+        manifest_dir: Option<&Path>,
+        run: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
+    ) -> Result<R, HostError> {
+        let name = name.to_owned();
         let sandbox_error = |message: String| HostError::Sandbox {
             plugin: name.clone(),
             message,
@@ -311,6 +344,11 @@ impl PluginHost {
         let scratch = match manifest_dir {
             None => None,
             Some(dir) => {
+                let dir = if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                };
                 wasi.preopened_dir(dir, MANIFEST_DIR, FsPerms::ReadOnly)
                     .map_err(|e| sandbox_error(format!("`{}`: {e:#}", dir.display())))?;
                 // Tools run in the scratch directory, so the host path behind
@@ -345,7 +383,7 @@ impl PluginHost {
                 .trap_on_grow_failure(true)
                 .build(),
             plugin: name.clone(),
-            capabilities: plugin.capabilities.clone(),
+            capabilities: capabilities.clone(),
             mounts,
             tools: ToolClock::new(self.limits.tools),
         };
@@ -364,10 +402,7 @@ impl PluginHost {
             })
         });
 
-        let result = plugin
-            .pre
-            .instantiate(&mut store)
-            .and_then(|bindings| f(&bindings, &mut store));
+        let result = run(&mut store);
         drop(scratch);
         result.map_err(|error| self.classify(&name, error))
     }
