@@ -12,6 +12,7 @@ const BUILTINS: &[&str] = &[
     "helm",
     "helmfile",
     "oras",
+    "genesissecret",
     "envfile",
     "onepassword",
 ];

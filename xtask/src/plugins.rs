@@ -24,6 +24,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_helm", "helm"),
     ("tazuna_plugin_helmfile", "helmfile"),
     ("tazuna_plugin_oras", "oras"),
+    ("tazuna_plugin_genesissecret", "genesissecret"),
     ("tazuna_plugin_envfile", "envfile"),
     ("tazuna_plugin_onepassword", "onepassword"),
     ("tazuna_plugin_probe", "probe"),

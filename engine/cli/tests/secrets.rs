@@ -102,6 +102,31 @@ spec:
       type: manifests
       path: app/secret.yaml
       namespace: default
+    - name: cloud-credentials
+      type: genesissecret
+      path: ./genesissecrets/cloud.yaml
+",
+    );
+    // Go Tazuna's GenesisSecret, with its envfile provider and a static value.
+    write(
+        root,
+        "genesissecrets/cloud.yaml",
+        "apiVersion: tazuna.pepabo.com/v1
+kind: GenesisSecret
+spec:
+  provider: ops
+  secrets:
+    - items:
+        DB_PASSWORD:
+          mapTo: password
+  static:
+    host: db.internal
+  outputs:
+    - kubernetesSecret:
+        namespace: default
+        name: cloud
+        labels:
+          team: platform
 ",
     );
 
@@ -116,6 +141,8 @@ spec:
     assert_eq!(secret_value(&cluster, "app", "db"), ENV_VALUE);
     assert_eq!(secret_value(&cluster, "app", "api"), OP_VALUE);
     assert_eq!(secret_value(&cluster, "app", "plain"), "not-a-reference");
+    assert_eq!(secret_value(&cluster, "cloud", "password"), ENV_VALUE);
+    assert_eq!(secret_value(&cluster, "cloud", "host"), "db.internal");
     // ...and neither the output nor Tazuna's state holds one.
     let said = text(&applied);
     assert!(

@@ -62,6 +62,13 @@ pub const BUILTINS: &[Builtin] = &[
             "/../../target/plugins/oras.wasm"
         )),
     },
+    Builtin {
+        name: "genesissecret",
+        component: include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/plugins/genesissecret.wasm"
+        )),
+    },
 ];
 
 /// Every built-in secret resolver, by the provider `type` it serves.
