@@ -129,6 +129,18 @@ fn plugin_list_shows_builtins_as_wasm_components() {
     assert_eq!(manifests["world"], "tazuna:plugin/source-plugin@0.1.0");
     assert_eq!(manifests["source"], "builtin");
     assert_eq!(manifests["capabilities"], serde_json::json!([]));
+    // The secret resolvers are components of their own world.
+    let onepassword = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "onepassword")
+        .expect("the onepassword resolver is listed");
+    assert_eq!(
+        onepassword["world"],
+        "tazuna:plugin/secret-resolver-plugin@0.1.0"
+    );
+    assert_eq!(onepassword["capabilities"], serde_json::json!(["exec:op"]));
 }
 
 #[test]

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use tazuna_core::config::PluginSource;
 use tazuna_engine::distribution::{self, Resolve};
-use tazuna_engine::host::{Grants, PluginHost, SOURCE_WORLD, SourcePlugin};
-use tazuna_engine::plugins::{BUILTINS, PluginSet};
+use tazuna_engine::host::{Grants, PluginHost, RESOLVER_WORLD, SOURCE_WORLD, SourcePlugin};
+use tazuna_engine::plugins::{BUILTIN_RESOLVERS, BUILTINS, PluginSet};
 use tazuna_engine::report::OutputFormat;
 
 use crate::settings::GlobalSettings;
@@ -14,8 +14,9 @@ use crate::settings::GlobalSettings;
 /// Inspect, pin and publish the plugins that render manifests.
 #[derive(Debug, Subcommand)]
 pub enum Plugin {
-    /// List the built-in plugins and those declared in `spec.plugins`, with
-    /// their version, WIT world and the capabilities in effect.
+    /// List the built-in plugins (sources and secret resolvers) and those
+    /// declared in `spec.plugins`, with their version, WIT world and the
+    /// capabilities in effect.
     ///
     /// Built-ins are WebAssembly components embedded in the binary; they carry
     /// their own grants. A declared plugin gets only what `grants` allows.
@@ -162,6 +163,34 @@ fn push(
     Ok(ExitCode::SUCCESS)
 }
 
+/// One line of `plugin list`.
+struct Row {
+    name: String,
+    version: String,
+    description: String,
+    world: &'static str,
+    source: String,
+    digest: String,
+    requested: Vec<String>,
+    capabilities: Vec<String>,
+}
+
+impl Row {
+    fn source(source: String, plugin: &SourcePlugin) -> Self {
+        let info = plugin.info();
+        Self {
+            name: info.name.clone(),
+            version: info.version.clone(),
+            description: info.description.clone(),
+            world: SOURCE_WORLD,
+            source,
+            digest: plugin.digest().to_owned(),
+            requested: info.capabilities.clone(),
+            capabilities: plugin.capabilities().iter().map(str::to_owned).collect(),
+        }
+    }
+}
+
 fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
     let host = PluginHost::new(settings.host.clone())?;
     let builtins = BUILTINS
@@ -179,61 +208,81 @@ fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
     } else {
         (Vec::new(), PluginSet::default())
     };
-    let mut rows: Vec<(String, &SourcePlugin)> =
-        builtins.iter().map(|p| ("builtin".to_owned(), p)).collect();
+    let mut rows: Vec<Row> = builtins
+        .iter()
+        .map(|p| Row::source("builtin".to_owned(), p))
+        .collect();
+    for builtin in BUILTIN_RESOLVERS {
+        let resolver = host.load_resolver(builtin.name, builtin.component, Grants::Requested)?;
+        rows.push(Row {
+            name: resolver.info().name.clone(),
+            version: resolver.info().version.clone(),
+            description: resolver.info().description.clone(),
+            world: RESOLVER_WORLD,
+            source: "builtin".to_owned(),
+            digest: resolver.digest().to_owned(),
+            requested: resolver.info().capabilities.clone(),
+            capabilities: resolver.capabilities().iter().map(str::to_owned).collect(),
+        });
+    }
     rows.extend(declared.iter().filter_map(|d| {
         let source = match &d.source {
             PluginSource::File { path } => format!("file://{}", path.display()),
             PluginSource::Oci { reference } => format!("oci://{reference}"),
         };
-        set.get(&d.name).map(|p| (source, p))
+        set.get(&d.name).map(|p| Row::source(source, p))
     }));
 
     match settings.output {
         OutputFormat::Json => {
             let list: Vec<_> = rows
                 .iter()
-                .map(|(source, p)| {
-                    let info = p.info();
+                .map(|row| {
                     serde_json::json!({
-                        "name": info.name,
-                        "version": info.version,
-                        "description": info.description,
-                        "world": SOURCE_WORLD,
-                        "source": source,
-                        "digest": format!("sha256:{}", p.digest()),
-                        "requestedCapabilities": info.capabilities,
-                        "capabilities": p.capabilities().iter().collect::<Vec<_>>(),
+                        "name": row.name,
+                        "version": row.version,
+                        "description": row.description,
+                        "world": row.world,
+                        "source": row.source,
+                        "digest": format!("sha256:{}", row.digest),
+                        "requestedCapabilities": row.requested,
+                        "capabilities": row.capabilities,
                     })
                 })
                 .collect();
             outln!("{}", serde_json::to_string_pretty(&list)?);
         }
         OutputFormat::Text => {
-            let capabilities: Vec<String> = rows
+            let shown: Vec<String> = rows
                 .iter()
-                .map(|(_, p)| p.capabilities().to_string())
+                .map(|row| {
+                    if row.capabilities.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        row.capabilities.join(", ")
+                    }
+                })
                 .collect();
-            let width = capabilities
-                .iter()
-                .map(String::len)
-                .chain(["CAPABILITIES".len()])
-                .max()
-                .unwrap_or_default();
+            let width = |column: &mut dyn Iterator<Item = usize>, header: &str| {
+                column.chain([header.len()]).max().unwrap_or_default()
+            };
+            let name = width(&mut rows.iter().map(|r| r.name.len()), "NAME");
+            let world = width(&mut rows.iter().map(|r| r.world.len()), "WORLD");
+            let caps = width(&mut shown.iter().map(String::len), "CAPABILITIES");
             outln!(
-                "{:<12} {:<9} {:<36} {:<width$}  SOURCE",
+                "{:<name$}  {:<9} {:<world$}  {:<caps$}  SOURCE",
                 "NAME",
                 "VERSION",
                 "WORLD",
                 "CAPABILITIES"
             );
-            for ((source, p), capabilities) in rows.iter().zip(&capabilities) {
-                let info = p.info();
+            for (row, capabilities) in rows.iter().zip(&shown) {
                 outln!(
-                    "{:<12} {:<9} {:<36} {capabilities:<width$}  {source}",
-                    info.name,
-                    info.version,
-                    SOURCE_WORLD,
+                    "{:<name$}  {:<9} {:<world$}  {capabilities:<caps$}  {}",
+                    row.name,
+                    row.version,
+                    row.world,
+                    row.source
                 );
             }
         }
