@@ -25,6 +25,8 @@ fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
         .env("NO_COLOR", "1")
         .env_remove("KUBECONFIG")
         .env("TAZUNA_TOOL_OP", dir.join("fake-op"))
+        // The service-account token `op` signs in with reaches it.
+        .env("OP_SERVICE_ACCOUNT_TOKEN", "e2e-token")
         .arg("--kubeconfig")
         .arg(cluster.kubeconfig())
         .arg("--context")
@@ -67,13 +69,13 @@ fn references_resolve_on_the_way_to_the_cluster_and_nowhere_else() {
         "secrets/ops.env",
         &format!("# the ops team's values\nDB_PASSWORD='{ENV_VALUE}'\n"),
     );
-    // Stands in for the 1Password CLI: it answers exactly the read Tazuna
-    // should ask for, and fails otherwise.
+    // Stands in for the 1Password CLI: signed in through the token, it
+    // answers exactly the read Tazuna should ask for, and fails otherwise.
     write(
         root,
         "fake-op",
         &format!(
-            "#!/bin/sh\nif [ \"$*\" = \"read --no-newline --account my.1password.com op://Platform/db/password\" ]; then printf '%s' '{OP_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
+            "#!/bin/sh\nif [ \"$OP_SERVICE_ACCOUNT_TOKEN\" != e2e-token ]; then echo 'not signed in' >&2; exit 1; fi\nif [ \"$*\" = \"read --no-newline --account my.1password.com op://Platform/db/password\" ]; then printf '%s' '{OP_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
         ),
     );
     let mut permissions = std::fs::metadata(root.join("fake-op"))

@@ -4,8 +4,9 @@
 //! the grant `exec:<tool>`, maps the name to a binary, refuses arguments that would
 //! make the tool run other programs, maps guest paths in arguments and the working
 //! directory to host paths inside the preopened directories, scrubs the
-//! environment (passing only `PATH`, `HOME` and the path of the user's registry
-//! logins, `HELM_REGISTRY_CONFIG`), and enforces a timeout and an output cap.
+//! environment (passing only `PATH`, `HOME`, the path of the user's registry
+//! logins, `HELM_REGISTRY_CONFIG`, and the sign-in variables a tool such as
+//! `op` needs), and enforces a timeout and an output cap.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -123,6 +124,9 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
     if let Some(logins) = crate::distribution::helm_registry_config() {
         child.env("HELM_REGISTRY_CONFIG", logins);
     }
+    for (key, value) in passed_environment(tool) {
+        child.env(key, value);
+    }
     for (key, value) in &command.env {
         child.env(key, value);
     }
@@ -183,6 +187,33 @@ fn refused_argument<'a>(tool: &str, args: &'a [String]) -> Option<&'a str> {
             .iter()
             .any(|flag| *arg == *flag || arg.starts_with(&format!("{flag}=")))
     })
+}
+
+/// What a tool needs from the user's environment to sign in, by tool. The
+/// 1Password CLI keeps its accounts under the user's `HOME` and reads a
+/// service-account or Connect token from `OP_*`. Only the tool process gets
+/// these; the plugin that runs it never reads them.
+const PASSED_ENVIRONMENT: &[(&str, &[&str])] = &[(
+    "op",
+    &[
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "OP_SERVICE_ACCOUNT_TOKEN",
+        "OP_CONNECT_HOST",
+        "OP_CONNECT_TOKEN",
+        "OP_ACCOUNT",
+        "OP_CONFIG_DIR",
+    ],
+)];
+
+/// The variables of the user's environment that `tool` gets, as set now.
+fn passed_environment(tool: &str) -> Vec<(&'static str, std::ffi::OsString)> {
+    PASSED_ENVIRONMENT
+        .iter()
+        .filter(|(name, _)| *name == tool)
+        .flat_map(|(_, keys)| keys.iter())
+        .filter_map(|key| std::env::var_os(key).map(|value| (*key, value)))
+        .collect()
 }
 
 /// The environment variable that names the binary for `tool`.
