@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{edit, output, succeed, text};
+use common::{edit, output, succeed, text, write};
 use serde_json::Value;
 use tazuna_testkit::e2e::TestCluster;
 
@@ -32,12 +32,6 @@ fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
         .arg("--context")
         .arg(cluster.context());
     command
-}
-
-fn write(dir: &Path, path: &str, content: &str) {
-    let path = dir.join(path);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
 }
 
 fn secret_value(cluster: &TestCluster, name: &str, key: &str) -> String {

@@ -14,7 +14,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{copy_dir, edit, output, succeed, text};
+use common::{copy_dir, edit, output, succeed, text, write};
 use serde_json::Value;
 use tazuna_testkit::assets::Tool;
 use tazuna_testkit::e2e::{self, TestCluster};
@@ -56,12 +56,6 @@ fn on(command: &mut Command, cluster: &TestCluster) {
         .arg(cluster.kubeconfig())
         .arg("--context")
         .arg(cluster.context());
-}
-
-fn write(dir: &Path, path: &str, content: &str) {
-    let path = dir.join(path);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
 }
 
 /// The test chart of the harness (a Deployment and a ConfigMap).

@@ -25,69 +25,33 @@ pub struct Builtin {
     pub component: &'static [u8],
 }
 
-/// Every built-in plugin, by the `type` it serves.
+/// The built-in component `target/plugins/<name>.wasm`, embedded.
+macro_rules! builtin {
+    ($name:literal) => {
+        Builtin {
+            name: $name,
+            component: include_bytes!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../target/plugins/",
+                $name,
+                ".wasm"
+            )),
+        }
+    };
+}
+
+/// Every built-in source plugin, by the `type` it serves.
 pub const BUILTINS: &[Builtin] = &[
-    Builtin {
-        name: "manifests",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/manifests.wasm"
-        )),
-    },
-    Builtin {
-        name: "kustomize",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/kustomize.wasm"
-        )),
-    },
-    Builtin {
-        name: "helm",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/helm.wasm"
-        )),
-    },
-    Builtin {
-        name: "helmfile",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/helmfile.wasm"
-        )),
-    },
-    Builtin {
-        name: "oras",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/oras.wasm"
-        )),
-    },
-    Builtin {
-        name: "genesissecret",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/genesissecret.wasm"
-        )),
-    },
+    builtin!("manifests"),
+    builtin!("kustomize"),
+    builtin!("helm"),
+    builtin!("helmfile"),
+    builtin!("oras"),
+    builtin!("genesissecret"),
 ];
 
 /// Every built-in secret resolver, by the provider `type` it serves.
-pub const BUILTIN_RESOLVERS: &[Builtin] = &[
-    Builtin {
-        name: "envfile",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/envfile.wasm"
-        )),
-    },
-    Builtin {
-        name: "onepassword",
-        component: include_bytes!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/plugins/onepassword.wasm"
-        )),
-    },
-];
+pub const BUILTIN_RESOLVERS: &[Builtin] = &[builtin!("envfile"), builtin!("onepassword")];
 
 /// Names of the manifest types the built-ins serve.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {

@@ -149,3 +149,10 @@ pub fn edit(path: &Path, from: &str, to: &str) {
     assert!(before.contains(from), "`{from}` not in {}", path.display());
     std::fs::write(path, before.replacen(from, to, 1)).unwrap();
 }
+
+/// Write `content` to `path` under `dir`, creating directories.
+pub fn write(dir: &Path, path: &str, content: &str) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
