@@ -489,6 +489,13 @@ fn two_concurrent_applies_serialise_on_the_lease_and_leave_one_consistent_state(
         text(&a),
         text(&b)
     );
+    let bound = [&a, &b]
+        .iter()
+        .filter(|out| text(out).contains("binding this file to cluster"))
+        .count();
+    assert_eq!(bound, 1, "one binds the file, the other finds the binding");
+    let lock = std::fs::read_to_string(dir.path().join("tazuna.lock")).unwrap();
+    assert!(lock.contains("default:"), "{lock}");
     let state = state_objects(&cluster);
     assert_eq!(state["items"].as_array().unwrap().len(), 1, "{state}");
     assert!(

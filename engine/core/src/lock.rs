@@ -193,7 +193,8 @@ impl Lockfile {
         Ok(lock)
     }
 
-    /// Write to `path` atomically (a temporary file renamed over it).
+    /// Write to `path` atomically (a temporary file of this process renamed
+    /// over it).
     pub fn save(&self, path: &Path) -> Result<(), LockError> {
         let io = |source| LockError::Io {
             action: "write",
@@ -201,9 +202,41 @@ impl Lockfile {
             source,
         };
         let body = serde_yaml::to_string(self).expect("a lock file always serialises");
-        let temporary = path.with_extension("lock.tmp");
+        let temporary = path.with_extension(format!("lock.{}.tmp", std::process::id()));
         std::fs::write(&temporary, format!("{HEADER}{body}")).map_err(io)?;
-        std::fs::rename(&temporary, path).map_err(io)
+        std::fs::rename(&temporary, path).map_err(|source| {
+            let _ = std::fs::remove_file(&temporary);
+            io(source)
+        })
+    }
+
+    /// Read `path`, let `change` edit it, and write it back if it changed,
+    /// all under an exclusive lock on the file's directory. Two runs that
+    /// update the same lock at once (two applies binding a new cluster, say)
+    /// take turns, and each sees what the other wrote: `change` decides on
+    /// the current content, never a copy read before the other run wrote.
+    pub fn update<T, E: From<LockError>>(
+        path: &Path,
+        change: impl FnOnce(&mut Self) -> Result<T, E>,
+    ) -> Result<T, E> {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        let io = |source| LockError::Io {
+            action: "lock",
+            path: path.to_owned(),
+            source,
+        };
+        let guard = std::fs::File::open(dir).map_err(io)?;
+        guard.lock().map_err(io)?;
+        let before = Self::load(path)?;
+        let mut lock = before.clone();
+        let result = change(&mut lock)?;
+        if lock != before {
+            lock.save(path)?;
+        }
+        Ok(result)
     }
 
     /// The binding for `environment` (`None` for the default).
@@ -296,5 +329,33 @@ mod tests {
             error.contains("format version 7 is not supported"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn concurrent_updates_take_turns_and_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tazuna.lock");
+        std::thread::scope(|scope| {
+            for n in 0..8 {
+                let path = &path;
+                scope.spawn(move || {
+                    for round in 0..5 {
+                        Lockfile::update(path, |lock| {
+                            lock.bind(Some(&format!("env-{n}-{round}")), binding("uid"));
+                            Ok::<_, LockError>(())
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        let lock = Lockfile::load(&path).unwrap();
+        assert_eq!(lock.clusters.len(), 40, "{:?}", lock.clusters.keys());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| name != "tazuna.lock")
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 }

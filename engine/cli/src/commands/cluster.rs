@@ -53,17 +53,24 @@ pub async fn connect(
     let mut options = settings.connect.clone();
     options.context = Some(context);
     let cluster = Cluster::connect(&options).await.map_err(cluster_error)?;
-    let mut lock = Lockfile::load(&lock_path)?;
     let rebind = match access {
         Access::Read | Access::Throwaway => Rebind::Refuse,
         Access::Write(rebind) => rebind,
     };
-    let binding = guard
-        .check_identity(cluster.target(), &lock, rebind)
-        .map_err(|e| anyhow!("{e}\nhint: {}", e.hint()))?;
-    if let Access::Write(_) = access {
-        eprintln!("target: {}", cluster.target());
-        if let Some(binding) = binding {
+    let identity = |lock: &Lockfile| {
+        guard
+            .check_identity(cluster.target(), lock, rebind)
+            .map_err(|e| anyhow!("{e}\nhint: {}", e.hint()))
+    };
+    if access == Access::Read {
+        identity(&Lockfile::load(&lock_path)?)?;
+        return Ok(cluster);
+    }
+    eprintln!("target: {}", cluster.target());
+    // Checked again under the lock: a run that bound the file meanwhile
+    // decides for this one.
+    Lockfile::update(&lock_path, |lock| {
+        if let Some(binding) = identity(lock)? {
             eprintln!(
                 "binding {} to cluster {} in `{}`",
                 settings
@@ -74,9 +81,9 @@ pub async fn connect(
                 lock_path.display()
             );
             lock.bind(settings.environment.as_deref(), binding);
-            lock.save(&lock_path)?;
         }
-    }
+        anyhow::Ok(())
+    })?;
     Ok(cluster)
 }
 

@@ -75,22 +75,24 @@ pub fn load_plugin_set(
         let set = PluginSet::load(&host, types, declared, &Default::default())?;
         return Ok((host, set));
     }
-    let mut lock = Lockfile::load(&lock_path)?;
+    let lock = Lockfile::load(&lock_path)?;
     let blobs = Blobs::new(settings.host.cache_dir.as_deref());
     let fetched = block_on(plugins::fetch_oci(declared, types, &lock, resolve, &blobs))?;
     let set = PluginSet::load(&host, types, declared, &fetched)?;
     let pins = plugins::new_pins(&set, fetched);
     if !pins.is_empty() {
-        for (name, pin) in pins {
-            eprintln!(
-                "pinned plugin `{name}` {} ({}) in {}",
-                pin.version,
-                pin.manifest_digest,
-                lock_path.display()
-            );
-            lock.plugins.insert(name, pin);
-        }
-        lock.save(&lock_path)?;
+        Lockfile::update(&lock_path, |lock| {
+            for (name, pin) in pins {
+                eprintln!(
+                    "pinned plugin `{name}` {} ({}) in {}",
+                    pin.version,
+                    pin.manifest_digest,
+                    lock_path.display()
+                );
+                lock.plugins.insert(name, pin);
+            }
+            anyhow::Ok(())
+        })?;
     }
     Ok((host, set))
 }
@@ -110,14 +112,12 @@ pub fn render_pinned(
         .any(|r| r.as_ref().is_ok_and(|r| !r.upstream.is_empty()));
     if pulled {
         let lock_path = Lockfile::path_for(&settings.file);
-        let mut lock = Lockfile::load(&lock_path)?;
-        let pinned = render::check_pins(&mut lock, &mut results);
-        if !pinned.is_empty() {
-            for line in pinned {
+        Lockfile::update(&lock_path, |lock| {
+            for line in render::check_pins(lock, &mut results) {
                 eprintln!("{line}");
             }
-            lock.save(&lock_path)?;
-        }
+            anyhow::Ok(())
+        })?;
     }
     Ok(results)
 }
