@@ -1,5 +1,6 @@
 //! Reading `helm template` output (also what `helmfile template` prints) back: objects named
-//! after their template, and hooks pointed out.
+//! after their template, and hooks pointed out. Also what both commands are told about the
+//! target cluster.
 //!
 //! helm prints each rendered document as `---`, a `# Source: <chart>/templates/<file>` comment,
 //! then the document. Each such chunk is read on its own, so an object's origin (and any error)
@@ -7,9 +8,21 @@
 
 use std::collections::HashMap;
 
-use tazuna_sdk::Diagnostic;
+use tazuna_sdk::{ClusterInfo, Diagnostic};
 
 use crate::documents::{Format, Objects};
+
+/// The `--kube-version` flag for `helm template` and `helmfile template`: the block's
+/// `kubeVersion` when it sets one, else the target cluster's version, else none (helm's
+/// default).
+pub fn kube_version_flag(
+    configured: Option<&str>,
+    cluster: Option<&ClusterInfo>,
+) -> Option<String> {
+    configured
+        .or_else(|| cluster.map(|cluster| cluster.kube_version.as_str()))
+        .map(|version| format!("--kube-version={version}"))
+}
 
 /// What one `helm template` (or `helmfile template`) printed, read.
 #[derive(Debug, Default)]

@@ -1,5 +1,6 @@
 //! The `helm template` command line for one render.
 
+use tazuna_plugin_common::helm::kube_version_flag;
 use tazuna_sdk::ClusterInfo;
 
 use crate::config::{Chart, Config};
@@ -49,13 +50,10 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
     if config.plain_http {
         args.push("--plain-http".to_owned());
     }
-    let kube_version = config
-        .kube_version
-        .clone()
-        .or_else(|| template.cluster.map(|cluster| cluster.kube_version.clone()));
-    if let Some(version) = kube_version {
-        args.push(format!("--kube-version={version}"));
-    }
+    args.extend(kube_version_flag(
+        config.kube_version.as_deref(),
+        template.cluster,
+    ));
     let mut api_versions: Vec<String> = Vec::new();
     if let Some(cluster) = template.cluster {
         api_versions.extend(cluster.api_versions.iter().cloned());

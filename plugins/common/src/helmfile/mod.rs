@@ -25,6 +25,7 @@ use std::path::Path;
 use tazuna_sdk::exec::Command;
 use tazuna_sdk::{ClusterInfo, Diagnostic, PluginError, RenderOutput, RenderRequest};
 
+use crate::helm::kube_version_flag;
 use crate::paths;
 
 pub use config::Config;
@@ -239,13 +240,10 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
         args.push("--include-crds".to_owned());
     }
     args.push("--skip-tests".to_owned());
-    let kube_version = config
-        .kube_version
-        .clone()
-        .or_else(|| template.cluster.map(|cluster| cluster.kube_version.clone()));
-    if let Some(version) = kube_version {
-        args.push(format!("--kube-version={version}"));
-    }
+    args.extend(kube_version_flag(
+        config.kube_version.as_deref(),
+        template.cluster,
+    ));
     for file in template.values_files {
         args.push(format!("--values={file}"));
     }
