@@ -29,6 +29,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_onepassword", "onepassword"),
     ("tazuna_plugin_probe", "probe"),
     ("tazuna_example_plugin", "example"),
+    ("tazuna_example_resolver", "example-resolver"),
 ];
 
 /// Bytes 4..8 of a WebAssembly file: version and layer. A component has layer 1.

@@ -324,3 +324,136 @@ fn a_registry_that_needs_a_login_uses_the_docker_config() {
         "credentials never reach the lock"
     );
 }
+
+#[test]
+fn a_secret_resolver_from_the_registry_is_pinned_as_one_and_fills_a_secret() {
+    let Some(registry) = e2e::registry() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let cache = root.join("cache");
+    let host = registry.host();
+    // The SDK's example resolver `files`, published like any plugin.
+    let resolver = component("example-resolver");
+    let digest = push(
+        root,
+        &cache,
+        &resolver,
+        &format!("oci://{host}/plugins/files:0.1.0"),
+    );
+    let certificate =
+        "-----BEGIN CERTIFICATE-----\nMIIB-e2e-resolver-4b7e\n-----END CERTIFICATE-----\n";
+    let keytab: &[u8] = &[0x05, 0x02, 0x00, 0xff, 0xfe, 0x80, 0x00, 0x01];
+    std::fs::create_dir_all(root.join("secrets/tls")).unwrap();
+    std::fs::write(root.join("secrets/tls/server.crt"), certificate).unwrap();
+    std::fs::write(root.join("secrets/tls/krb5.keytab"), keytab).unwrap();
+    std::fs::write(
+        root.join("secret.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: tls\nstringData:\n  tls.crt: ref+tls:server.crt\n  krb5.keytab: ref+tls:./krb5.keytab\n",
+    )
+    .unwrap();
+    let file = |reference: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: files
+      source: oci://{host}/plugins/files
+      version: \"^0.1\"
+  providers:
+    - name: tls
+      type: files
+      files:
+        dir: ./secrets/tls
+  manifests:
+    - name: tls
+      type: manifests
+      path: {reference}
+      namespace: default
+"
+        )
+    };
+    std::fs::write(root.join("tazuna.yaml"), file("secret.yaml")).unwrap();
+
+    // build needs no resolver: it prints the references and pins nothing.
+    let built = succeed(tazuna(root, &cache).arg("build"));
+    assert!(
+        String::from_utf8_lossy(&built.stdout).contains("ref+tls:server.crt"),
+        "{}",
+        text(&built)
+    );
+    assert!(!root.join("tazuna.lock").exists(), "{}", text(&built));
+
+    // `plugin list` loads it as a resolver, and pins it as one.
+    let listed = succeed(tazuna(root, &cache).args(["plugin", "list", "-o", "json"]));
+    let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let row = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["source"] == format!("oci://{host}/plugins/files").as_str())
+        .unwrap_or_else(|| panic!("files is listed: {list:#}"));
+    assert_eq!(row["world"], "tazuna:plugin/secret-resolver-plugin@0.1.0");
+    let pin = &lock(root)["plugins"]["files"];
+    assert_eq!(pin["world"], "tazuna:plugin/secret-resolver-plugin@0.1.0");
+    assert_eq!(pin["manifestDigest"], digest.as_str());
+    assert_eq!(pin["componentDigest"], sha256_file(&resolver).as_str());
+
+    // apply resolves both references through it, offline from the cache.
+    let Some(cluster) = TestCluster::start("oci-resolver") else {
+        return;
+    };
+    drop(registry);
+    let in_cluster = |command: &mut Command| {
+        command
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig())
+            .arg("--context")
+            .arg(cluster.context());
+    };
+    let mut apply = tazuna(root, &cache);
+    in_cluster(&mut apply);
+    let applied = succeed(apply.arg("apply"));
+    assert!(
+        !text(&applied).contains("MIIB-e2e-resolver"),
+        "no value in the output"
+    );
+    let live = succeed(
+        cluster
+            .kubectl()
+            .args(["-n", "default", "get", "secret", "tls", "-o", "json"]),
+    );
+    let live: Value = serde_json::from_slice(&live.stdout).unwrap();
+    use base64::Engine as _;
+    let decode = |key: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(live["data"][key].as_str().unwrap_or_default())
+            .unwrap()
+    };
+    assert_eq!(decode("tls.crt"), certificate.as_bytes());
+    assert_eq!(
+        decode("krb5.keytab"),
+        keytab,
+        "binary content arrives intact"
+    );
+
+    // A reference that climbs out of `dir` fails its manifest, named.
+    std::fs::write(
+        root.join("escape.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: escape\nstringData:\n  key: ref+tls:../../tazuna.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("tazuna.yaml"), file("escape.yaml")).unwrap();
+    let mut plan = tazuna(root, &cache);
+    in_cluster(&mut plan);
+    let stderr = fail(plan.arg("plan"));
+    assert!(
+        stderr
+            .contains("Secret default/escape: `stringData.key`: provider `tls` could not resolve")
+            && stderr.contains("without `..`"),
+        "{stderr}"
+    );
+}

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use criterion::{Criterion, criterion_group, criterion_main};
 use tazuna_core::config::{self, LoadOptions};
 use tazuna_engine::host::{Grants, HostSettings, PluginHost, RenderRequest};
-use tazuna_engine::plugins::{BUILTINS, PluginSet};
+use tazuna_engine::plugins::{BUILTINS, PluginSet, Role};
 use tazuna_engine::render::{self, RenderSettings};
 use tazuna_engine::report;
 
@@ -93,7 +93,13 @@ fn build(c: &mut Criterion) {
         tazuna_version: semver::Version::parse(tazuna_engine::VERSION).unwrap(),
     };
     let host = host(Some(cache.path()));
-    PluginSet::load(&host, &["manifests"], &[], &Default::default()).unwrap();
+    PluginSet::load(
+        &host,
+        &[("manifests", Role::Source)],
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
 
     let mut group = c.benchmark_group("quickstart");
     group.sample_size(30);
@@ -101,7 +107,13 @@ fn build(c: &mut Criterion) {
         b.iter(|| {
             let config = config::load(&dir.join("tazuna.yaml"), &options).unwrap();
             let manifests: Vec<_> = config.manifests.iter().collect();
-            let plugins = PluginSet::load(&host, &["manifests"], &[], &Default::default()).unwrap();
+            let plugins = PluginSet::load(
+                &host,
+                &[("manifests", Role::Source)],
+                &[],
+                &Default::default(),
+            )
+            .unwrap();
             let results =
                 render::render_all(&host, &plugins, &manifests, &RenderSettings::default());
             let rendered: Vec<_> = results.iter().map(|r| r.as_ref().unwrap()).collect();

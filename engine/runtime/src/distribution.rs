@@ -307,13 +307,15 @@ impl Source {
 /// With a pin that still matches `tazuna.yaml` and [`Resolve::Pinned`], the
 /// component comes from the cache, or is pulled by the pinned manifest digest.
 /// Otherwise the source is resolved: by its digest, by its tag, or by the
-/// highest semver tag that satisfies `version`.
+/// highest semver tag that satisfies `version`. A new pin records `world`,
+/// the WIT world the component is loaded as.
 pub async fn fetch(
     plugin: &Plugin,
     reference: &str,
     pin: Option<&PluginPin>,
     resolve: Resolve,
     blobs: &Blobs,
+    world: &str,
 ) -> Result<Fetched, DistributionError> {
     let name = plugin.name.as_str();
     let source = Source::parse(name, reference)?;
@@ -387,7 +389,7 @@ pub async fn fetch(
         version: tag.unwrap_or_default(),
         manifest_digest: pulled.manifest_digest,
         component_digest: pulled.component_digest,
-        world: crate::host::SOURCE_WORLD.to_owned(),
+        world: world.to_owned(),
         grants,
     };
     let repinned = pin != Some(&new_pin);

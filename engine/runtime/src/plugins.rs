@@ -9,11 +9,13 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use sha2::{Digest, Sha256};
 use tazuna_core::config::{Plugin, PluginSource};
 
 use crate::distribution::{self, Blobs, DistributionError, Fetched, Resolve};
-use crate::host::{Grants, HostError, PluginHost, SourcePlugin};
+use crate::host::{
+    Capabilities, Grants, HostError, PluginHost, PluginInfo, RESOLVER_WORLD, ResolverPlugin,
+    SOURCE_WORLD, SourcePlugin,
+};
 use tazuna_core::lock::{Lockfile, PluginPin};
 
 /// A plugin compiled into the binary.
@@ -88,7 +90,7 @@ pub enum PluginLoadError {
         missing: Vec<String>,
     },
     /// The bytes do not match the pinned digest.
-    #[error("plugin `{name}`: digest mismatch: `tazuna.yaml` pins `{expected}` but `{}` has `sha256:{actual}`\nhint: if the new component is intended, update `digest` in tazuna.yaml", path.display())]
+    #[error("plugin `{name}`: digest mismatch: `tazuna.yaml` pins `{expected}` but `{}` has `{actual}`\nhint: if the new component is intended, update `digest` in tazuna.yaml", path.display())]
     DigestMismatch {
         /// Plugin name.
         name: String,
@@ -111,63 +113,138 @@ pub enum PluginLoadError {
     },
 }
 
-/// The plugins a run needs, loaded and ready, by manifest type.
+/// What a plugin is loaded as: the renderer of a manifest `type`, or the
+/// resolver behind a provider `type` of `spec.providers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The `source-plugin` world.
+    Source,
+    /// The `secret-resolver-plugin` world.
+    Resolver,
+}
+
+impl Role {
+    /// The WIT world a component in this role targets.
+    pub fn world(self) -> &'static str {
+        match self {
+            Self::Source => SOURCE_WORLD,
+            Self::Resolver => RESOLVER_WORLD,
+        }
+    }
+}
+
+/// The plugins a run needs, loaded and ready: source plugins by manifest
+/// type, secret resolvers by provider type.
 #[derive(Debug, Default)]
 pub struct PluginSet {
     plugins: BTreeMap<String, SourcePlugin>,
+    resolvers: BTreeMap<String, ResolverPlugin>,
 }
 
 impl PluginSet {
-    /// Load the plugins for `types`, preferring a declared plugin over a
-    /// built-in of the same name. Unknown types are left out (the config
-    /// check reports them first). `fetched` holds the components of the
-    /// declared `oci://` plugins ([`fetch_oci`]).
+    /// Load the plugins for `wanted` (a type and its role), preferring a
+    /// declared plugin over a built-in of the same name. Unknown types are
+    /// left out (the config check reports them first). `fetched` holds the
+    /// components of the declared `oci://` plugins ([`fetch_oci`]).
     pub fn load(
         host: &PluginHost,
-        types: &[&str],
+        wanted: &[(&str, Role)],
         declared: &[Plugin],
         fetched: &BTreeMap<String, Fetched>,
     ) -> Result<Self, PluginLoadError> {
-        let mut plugins = BTreeMap::new();
-        for &kind in types {
-            if plugins.contains_key(kind) {
-                continue;
+        let mut set = Self::default();
+        for &(kind, role) in wanted {
+            let decl = declared.iter().find(|d| d.name == kind);
+            match role {
+                Role::Source if !set.plugins.contains_key(kind) => {
+                    let plugin = if let Some(decl) = decl {
+                        let bytes = declared_bytes(decl, fetched.get(kind))?;
+                        let plugin =
+                            host.load_source(&decl.name, &bytes, Grants::List(&decl.grants))?;
+                        check_declared(
+                            decl,
+                            fetched.get(kind),
+                            plugin.info(),
+                            plugin.capabilities(),
+                        )?;
+                        plugin
+                    } else if let Some(builtin) = BUILTINS.iter().find(|b| b.name == kind) {
+                        host.load_source(builtin.name, builtin.component, Grants::Requested)?
+                    } else {
+                        continue;
+                    };
+                    set.plugins.insert(kind.to_owned(), plugin);
+                }
+                Role::Resolver if !set.resolvers.contains_key(kind) => {
+                    let resolver = if let Some(decl) = decl {
+                        let bytes = declared_bytes(decl, fetched.get(kind))?;
+                        let resolver =
+                            host.load_resolver(&decl.name, &bytes, Grants::List(&decl.grants))?;
+                        check_declared(
+                            decl,
+                            fetched.get(kind),
+                            resolver.info(),
+                            resolver.capabilities(),
+                        )?;
+                        resolver
+                    } else if let Some(builtin) = BUILTIN_RESOLVERS.iter().find(|b| b.name == kind)
+                    {
+                        host.load_resolver(builtin.name, builtin.component, Grants::Requested)?
+                    } else {
+                        continue;
+                    };
+                    set.resolvers.insert(kind.to_owned(), resolver);
+                }
+                Role::Source | Role::Resolver => {}
             }
-            let plugin = if let Some(decl) = declared.iter().find(|d| d.name == kind) {
-                load_declared(host, decl, fetched.get(kind))?
-            } else if let Some(builtin) = BUILTINS.iter().find(|b| b.name == kind) {
-                host.load_source(builtin.name, builtin.component, Grants::Requested)?
-            } else {
-                continue;
-            };
-            plugins.insert(kind.to_owned(), plugin);
         }
-        Ok(Self { plugins })
+        Ok(set)
     }
 
     /// The plugin serving manifest type `kind`.
     pub fn get(&self, kind: &str) -> Option<&SourcePlugin> {
         self.plugins.get(kind)
     }
+
+    /// The resolver serving provider type `kind`.
+    pub fn resolver(&self, kind: &str) -> Option<&ResolverPlugin> {
+        self.resolvers.get(kind)
+    }
+
+    /// The version plugin `name` reports, in either role.
+    fn version(&self, name: &str) -> Option<&str> {
+        self.plugins
+            .get(name)
+            .map(|p| p.info())
+            .or_else(|| self.resolvers.get(name).map(|r| r.info()))
+            .map(|info| info.version.as_str())
+    }
 }
 
-/// Resolve the components of the declared `oci://` plugins among `types`,
+/// Resolve the components of the declared `oci://` plugins among `wanted`,
 /// by their pins in `lock` where they have one (see [`distribution::fetch`]).
 pub async fn fetch_oci(
     declared: &[Plugin],
-    types: &[&str],
+    wanted: &[(&str, Role)],
     lock: &Lockfile,
     resolve: Resolve,
     blobs: &Blobs,
 ) -> Result<BTreeMap<String, Fetched>, PluginLoadError> {
     let mut fetched = BTreeMap::new();
-    for decl in declared.iter().filter(|d| types.contains(&d.name.as_str())) {
+    for &(name, role) in wanted {
+        let Some(decl) = declared.iter().find(|d| d.name == name) else {
+            continue;
+        };
         let PluginSource::Oci { reference } = &decl.source else {
             continue;
         };
-        let pin = lock.plugins.get(&decl.name);
-        let component = distribution::fetch(decl, reference, pin, resolve, blobs).await?;
-        fetched.insert(decl.name.clone(), component);
+        if fetched.contains_key(name) {
+            continue;
+        }
+        let pin = lock.plugins.get(name);
+        let component =
+            distribution::fetch(decl, reference, pin, resolve, blobs, role.world()).await?;
+        fetched.insert(name.to_owned(), component);
     }
     Ok(fetched)
 }
@@ -181,21 +258,22 @@ pub fn new_pins(set: &PluginSet, fetched: BTreeMap<String, Fetched>) -> Vec<(Str
         .map(|(name, f)| {
             let mut pin = f.pin;
             if pin.version.is_empty()
-                && let Some(plugin) = set.get(&name)
+                && let Some(version) = set.version(&name)
             {
-                pin.version = plugin.info().version.clone();
+                pin.version = version.to_owned();
             }
             (name, pin)
         })
         .collect()
 }
 
-fn load_declared(
-    host: &PluginHost,
+/// The component bytes of a declared plugin: its file (checked against
+/// `digest`), or what [`fetch_oci`] pulled.
+fn declared_bytes<'a>(
     decl: &Plugin,
-    fetched: Option<&Fetched>,
-) -> Result<SourcePlugin, PluginLoadError> {
-    let bytes = match (&decl.source, fetched) {
+    fetched: Option<&'a Fetched>,
+) -> Result<std::borrow::Cow<'a, [u8]>, PluginLoadError> {
+    match (&decl.source, fetched) {
         (PluginSource::File { path }, _) => {
             let bytes = std::fs::read(path).map_err(|error| PluginLoadError::Read {
                 name: decl.name.clone(),
@@ -203,8 +281,8 @@ fn load_declared(
                 error,
             })?;
             if let Some(expected) = &decl.digest {
-                let actual = hex::encode(Sha256::digest(&bytes));
-                if expected.strip_prefix("sha256:") != Some(actual.as_str()) {
+                let actual = distribution::sha256(&bytes);
+                if *expected != actual {
                     return Err(PluginLoadError::DigestMismatch {
                         name: decl.name.clone(),
                         path: path.clone(),
@@ -213,42 +291,52 @@ fn load_declared(
                     });
                 }
             }
-            std::borrow::Cow::Owned(bytes)
+            Ok(std::borrow::Cow::Owned(bytes))
         }
-        (PluginSource::Oci { .. }, Some(fetched)) => std::borrow::Cow::Borrowed(&fetched.bytes[..]),
+        (PluginSource::Oci { .. }, Some(fetched)) => {
+            Ok(std::borrow::Cow::Borrowed(&fetched.bytes[..]))
+        }
         (PluginSource::Oci { reference }, None) => {
             unreachable!("oci://{reference} is fetched before plugins load")
         }
-    };
-    let plugin = host.load_source(&decl.name, &bytes, Grants::List(&decl.grants))?;
+    }
+}
+
+/// Check a loaded declared plugin against its `version` constraint, and a
+/// newly pinned one against its grants.
+fn check_declared(
+    decl: &Plugin,
+    fetched: Option<&Fetched>,
+    info: &PluginInfo,
+    capabilities: &Capabilities,
+) -> Result<(), PluginLoadError> {
     if let Some(wanted) = &decl.version {
-        let version = plugin.info().version.trim_start_matches('v');
+        let version = info.version.trim_start_matches('v');
         let ok = semver::Version::parse(version).is_ok_and(|v| wanted.matches(&v));
         if !ok {
             return Err(PluginLoadError::Version {
                 name: decl.name.clone(),
                 wanted: wanted.clone(),
-                actual: plugin.info().version.clone(),
+                actual: info.version.clone(),
             });
         }
     }
     // A component pinned now must not ask for more than the file grants: the
     // pin is a decision, and a new capability needs a new grant.
     if fetched.is_some_and(|f| f.repinned) {
-        let missing: Vec<String> = plugin
-            .info()
+        let missing: Vec<String> = info
             .capabilities
             .iter()
-            .filter(|requested| !plugin.capabilities().allows(requested))
+            .filter(|requested| !capabilities.allows(requested))
             .cloned()
             .collect();
         if !missing.is_empty() {
             return Err(PluginLoadError::Ungranted {
                 name: decl.name.clone(),
-                version: plugin.info().version.clone(),
+                version: info.version.clone(),
                 missing,
             });
         }
     }
-    Ok(plugin)
+    Ok(())
 }

@@ -12,7 +12,8 @@
 //!
 //! Providers of type `envfile` and `onepassword` are built in; `default-op`
 //! is the built-in 1Password provider Go Tazuna files may name without
-//! declaring it.
+//! declaring it. A provider whose type names a plugin of `spec.plugins` uses
+//! that plugin, loaded (and pinned, for `oci://`) like a source plugin.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -20,8 +21,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use tazuna_core::config::Provider;
 
-use crate::host::{Grants, HostError, PluginError, PluginHost, ResolverPlugin};
-use crate::plugins::BUILTIN_RESOLVERS;
+use crate::host::{PluginError, PluginHost};
+use crate::plugins::PluginSet;
 use crate::render::{RenderError, Rendered, describe};
 
 /// What a reference value starts with.
@@ -29,6 +30,9 @@ pub const PREFIX: &str = "ref+";
 
 /// The provider Go Tazuna used when a GenesisSecret named none: 1Password.
 pub const DEFAULT_PROVIDER: &str = "default-op";
+
+/// The type of [`DEFAULT_PROVIDER`].
+const DEFAULT_PROVIDER_TYPE: &str = "onepassword";
 
 /// `ref+<provider>:<reference>` taken apart, or `None` for any other value.
 pub fn parse(value: &str) -> Option<(&str, &str)> {
@@ -57,6 +61,7 @@ struct Found {
 /// key and the provider; the others go on.
 pub fn resolve_all(
     host: &PluginHost,
+    plugins: &PluginSet,
     providers: &[Provider],
     working_dir: &Path,
     results: &mut [Result<Rendered, RenderError>],
@@ -69,7 +74,6 @@ pub fn resolve_all(
     for item in &found {
         by_provider.entry(&item.provider).or_default().push(item);
     }
-    let mut loaded: HashMap<&str, Result<ResolverPlugin, String>> = HashMap::new();
     let mut failed: BTreeMap<usize, String> = BTreeMap::new();
     let mut values: HashMap<(String, String), Vec<u8>> = HashMap::new();
     for (provider, items) in by_provider {
@@ -85,9 +89,11 @@ pub fn resolve_all(
                     .map(Path::to_path_buf)
                     .unwrap_or_else(|| working_dir.to_owned()),
             ),
-            None if provider == DEFAULT_PROVIDER => {
-                ("onepassword", "{}".to_owned(), working_dir.to_owned())
-            }
+            None if provider == DEFAULT_PROVIDER => (
+                DEFAULT_PROVIDER_TYPE,
+                "{}".to_owned(),
+                working_dir.to_owned(),
+            ),
             None => {
                 let known: Vec<String> = providers
                     .iter()
@@ -107,20 +113,13 @@ pub fn resolve_all(
                 continue;
             }
         };
-        let plugin = loaded
-            .entry(kind)
-            .or_insert_with(|| load(host, kind))
-            .as_ref();
-        let plugin = match plugin {
-            Ok(plugin) => plugin,
-            Err(message) => {
-                for item in items {
-                    failed
-                        .entry(item.result)
-                        .or_insert_with(|| format!("provider `{provider}`: {message}"));
-                }
-                continue;
+        let Some(plugin) = plugins.resolver(kind) else {
+            for item in items {
+                failed.entry(item.result).or_insert_with(|| {
+                    format!("provider `{provider}`: no resolver of type `{kind}` was loaded")
+                });
             }
+            continue;
         };
         let mut refs: Vec<String> = items.iter().map(|i| i.reference.clone()).collect();
         refs.sort();
@@ -197,19 +196,27 @@ fn object_name(results: &[Result<Rendered, RenderError>], item: &Found) -> Strin
     }
 }
 
-fn load(host: &PluginHost, kind: &str) -> Result<ResolverPlugin, String> {
-    let Some(builtin) = BUILTIN_RESOLVERS.iter().find(|b| b.name == kind) else {
-        return Err(format!(
-            "type `{kind}` is a secret-resolver plugin; loading resolvers from `spec.plugins` is not supported yet (built in: {})",
-            BUILTIN_RESOLVERS
-                .iter()
-                .map(|b| format!("`{}`", b.name))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    };
-    host.load_resolver(builtin.name, builtin.component, Grants::Requested)
-        .map_err(|error: HostError| error.to_string())
+/// The provider types whose resolvers [`resolve_all`] will call for the
+/// references in `results`: the types of the providers they name (1Password
+/// for `default-op`). Providers `spec.providers` does not declare are left
+/// out; [`resolve_all`] reports them.
+pub fn needed_types<'a>(
+    providers: &'a [Provider],
+    results: &[Result<Rendered, RenderError>],
+) -> Vec<&'a str> {
+    let mut types: Vec<&str> = find(results)
+        .iter()
+        .filter_map(
+            |item| match providers.iter().find(|p| p.name == item.provider) {
+                Some(provider) => Some(provider.kind.as_str()),
+                None if item.provider == DEFAULT_PROVIDER => Some(DEFAULT_PROVIDER_TYPE),
+                None => None,
+            },
+        )
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    types
 }
 
 /// Every reference in the `stringData` of the rendered Secrets.

@@ -6,7 +6,9 @@ use anyhow::anyhow;
 use tazuna_core::config::{Config, Manifest};
 use tazuna_core::lock::Lockfile;
 use tazuna_engine::cluster::{self, Cluster};
+use tazuna_engine::distribution::Resolve;
 use tazuna_engine::guard::{ContextGuard, Rebind};
+use tazuna_engine::plugins::{PluginSet, Role};
 use tazuna_engine::render::{RenderSettings, Rendered};
 use tazuna_engine::secrets;
 
@@ -126,9 +128,20 @@ pub fn render(
     };
     let mut results = super::render_pinned(settings, &host, &plugins, manifests, &render_settings)?;
     // Secret references are resolved only here, on the way to a cluster;
-    // `tazuna build` prints them as they are.
+    // `tazuna build` prints them as they are. Only the resolvers the
+    // references need are loaded.
+    let wanted: Vec<(&str, Role)> = secrets::needed_types(&config.spec.providers, &results)
+        .into_iter()
+        .map(|kind| (kind, Role::Resolver))
+        .collect();
+    let resolvers = if wanted.is_empty() {
+        PluginSet::default()
+    } else {
+        super::load_plugin_set(settings, config, &host, &wanted, Resolve::Pinned)?
+    };
     secrets::resolve_all(
         &host,
+        &resolvers,
         &config.spec.providers,
         &secrets::working_dir(&settings.file),
         &mut results,

@@ -21,7 +21,7 @@ use tazuna_core::config::{self, Config, LoadOptions, Manifest};
 use tazuna_core::lock::Lockfile;
 use tazuna_engine::distribution::{Blobs, Resolve};
 use tazuna_engine::host::PluginHost;
-use tazuna_engine::plugins::{self, PluginSet};
+use tazuna_engine::plugins::{self, PluginSet, Role};
 use tazuna_engine::render::{self, RenderError, RenderSettings, Rendered};
 
 use crate::settings::GlobalSettings;
@@ -53,32 +53,59 @@ pub fn load_plugins(
     let mut types: Vec<&str> = manifests.iter().map(|m| m.kind.as_str()).collect();
     types.sort_unstable();
     types.dedup();
-    load_plugin_set(settings, config, &types, Resolve::Pinned)
+    let wanted: Vec<(&str, Role)> = types.into_iter().map(|t| (t, Role::Source)).collect();
+    let host = PluginHost::new(settings.host.clone())?;
+    let set = load_plugin_set(settings, config, &host, &wanted, Resolve::Pinned)?;
+    Ok((host, set))
 }
 
-/// Start the plugin host and load the plugins for `types`: `oci://` plugins
-/// by their pins in tazuna.lock (resolved and pinned when they have none, or
-/// again with [`Resolve::Again`]).
+/// What each plugin of `spec.plugins` is used as: a secret resolver when a
+/// provider of `spec.providers` has its name as `type`, else a source.
+pub fn declared_roles(config: &Config) -> Vec<(&str, Role)> {
+    config
+        .spec
+        .plugins
+        .iter()
+        .map(|d| {
+            let resolver = config.spec.providers.iter().any(|p| p.kind == d.name);
+            let role = if resolver {
+                Role::Resolver
+            } else {
+                Role::Source
+            };
+            (d.name.as_str(), role)
+        })
+        .collect()
+}
+
+/// Load the plugins `wanted` names in their roles: built-ins, and declared
+/// plugins, `oci://` ones by their pins in tazuna.lock (resolved and pinned
+/// when they have none, or again with [`Resolve::Again`]).
 pub fn load_plugin_set(
     settings: &GlobalSettings,
     config: &Config,
-    types: &[&str],
+    host: &PluginHost,
+    wanted: &[(&str, Role)],
     resolve: Resolve,
-) -> anyhow::Result<(PluginHost, PluginSet)> {
-    let host = PluginHost::new(settings.host.clone())?;
+) -> anyhow::Result<PluginSet> {
     let declared = &config.spec.plugins;
     let lock_path = Lockfile::path_for(&settings.file);
     let needs_oci = declared.iter().any(|d| {
-        matches!(d.source, config::PluginSource::Oci { .. }) && types.contains(&d.name.as_str())
+        matches!(d.source, config::PluginSource::Oci { .. })
+            && wanted.iter().any(|(name, _)| *name == d.name)
     });
     if !needs_oci {
-        let set = PluginSet::load(&host, types, declared, &Default::default())?;
-        return Ok((host, set));
+        return Ok(PluginSet::load(
+            host,
+            wanted,
+            declared,
+            &Default::default(),
+        )?);
     }
     let lock = Lockfile::load(&lock_path)?;
     let blobs = Blobs::new(settings.host.cache_dir.as_deref());
-    let fetched = block_on(plugins::fetch_oci(declared, types, &lock, resolve, &blobs))?;
-    let set = PluginSet::load(&host, types, declared, &fetched)?;
+    let fetched = block_on(plugins::fetch_oci(declared, wanted, &lock, resolve, &blobs))?;
+    let set = PluginSet::load(host, wanted, declared, &fetched)?;
     let pins = plugins::new_pins(&set, fetched);
     if !pins.is_empty() {
         Lockfile::update(&lock_path, |lock| {
@@ -94,7 +121,7 @@ pub fn load_plugin_set(
             anyhow::Ok(())
         })?;
     }
-    Ok((host, set))
+    Ok(set)
 }
 
 /// Render `manifests`, then check what they pulled from upstream against the

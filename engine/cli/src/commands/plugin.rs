@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use tazuna_core::config::PluginSource;
 use tazuna_engine::distribution::{self, Resolve};
-use tazuna_engine::host::{Grants, PluginHost, RESOLVER_WORLD, SOURCE_WORLD, SourcePlugin};
-use tazuna_engine::plugins::{BUILTIN_RESOLVERS, BUILTINS, PluginSet};
+use tazuna_engine::host::{
+    Grants, PluginHost, RESOLVER_WORLD, ResolverPlugin, SOURCE_WORLD, SourcePlugin,
+};
+use tazuna_engine::plugins::{BUILTIN_RESOLVERS, BUILTINS, PluginSet, Role};
 use tazuna_engine::report::OutputFormat;
 
 use crate::settings::GlobalSettings;
@@ -89,11 +91,14 @@ fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCod
             );
         }
     }
-    let types: Vec<&str> = if names.is_empty() {
-        oci.clone()
-    } else {
-        names.iter().map(String::as_str).collect()
-    };
+    let roles = super::declared_roles(&config);
+    let wanted: Vec<(&str, Role)> = roles
+        .into_iter()
+        .filter(|(name, _)| {
+            oci.contains(name) && (names.is_empty() || names.iter().any(|n| n == name))
+        })
+        .collect();
+    let types: Vec<&str> = wanted.iter().map(|(name, _)| *name).collect();
     if types.is_empty() {
         outln!(
             "no `oci://` plugins in {}; nothing to update",
@@ -103,7 +108,8 @@ fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCod
     }
     let lock_path = tazuna_core::lock::Lockfile::path_for(&settings.file);
     let before = tazuna_core::lock::Lockfile::load(&lock_path)?.plugins;
-    super::load_plugin_set(settings, &config, &types, Resolve::Again)?;
+    let host = PluginHost::new(settings.host.clone())?;
+    super::load_plugin_set(settings, &config, &host, &wanted, Resolve::Again)?;
     let after = tazuna_core::lock::Lockfile::load(&lock_path)?.plugins;
     for name in &types {
         let Some(pin) = after.get(*name) else {
@@ -153,12 +159,21 @@ fn push(
         || "plugin".to_owned(),
         |stem| stem.to_string_lossy().into_owned(),
     );
-    let plugin = host.load_source(&name, &bytes, Grants::List(&[]))?;
-    let digest = super::block_on(distribution::push(&plugin.info().name, component, target))?;
+    // Either world: a source plugin or a secret resolver.
+    let info = match host.load_source(&name, &bytes, Grants::List(&[])) {
+        Ok(plugin) => plugin.info().clone(),
+        Err(not_a_source) => match host.load_resolver(&name, &bytes, Grants::List(&[])) {
+            Ok(resolver) => resolver.info().clone(),
+            Err(_) => anyhow::bail!(
+                "{not_a_source}\nhint: a plugin targets `{SOURCE_WORLD}` or `{RESOLVER_WORLD}`; build it with tazuna-sdk"
+            ),
+        },
+    };
+    let digest = super::block_on(distribution::push(&info.name, component, target))?;
     outln!(
         "pushed {} {} to {reference}\ndigest: {digest}",
-        plugin.info().name,
-        plugin.info().version
+        info.name,
+        info.version
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -189,6 +204,20 @@ impl Row {
             capabilities: plugin.capabilities().iter().map(str::to_owned).collect(),
         }
     }
+
+    fn resolver(source: String, resolver: &ResolverPlugin) -> Self {
+        let info = resolver.info();
+        Self {
+            name: info.name.clone(),
+            version: info.version.clone(),
+            description: info.description.clone(),
+            world: RESOLVER_WORLD,
+            source,
+            digest: resolver.digest().to_owned(),
+            requested: info.capabilities.clone(),
+            capabilities: resolver.capabilities().iter().map(str::to_owned).collect(),
+        }
+    }
 }
 
 fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
@@ -202,8 +231,8 @@ fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
     let (declared, set) = if settings.file.exists() {
         let config = super::load_config(settings)?;
         let declared = config.spec.plugins.clone();
-        let names: Vec<&str> = declared.iter().map(|d| d.name.as_str()).collect();
-        let (_, set) = super::load_plugin_set(settings, &config, &names, Resolve::Pinned)?;
+        let wanted = super::declared_roles(&config);
+        let set = super::load_plugin_set(settings, &config, &host, &wanted, Resolve::Pinned)?;
         (declared, set)
     } else {
         (Vec::new(), PluginSet::default())
@@ -214,23 +243,16 @@ fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         .collect();
     for builtin in BUILTIN_RESOLVERS {
         let resolver = host.load_resolver(builtin.name, builtin.component, Grants::Requested)?;
-        rows.push(Row {
-            name: resolver.info().name.clone(),
-            version: resolver.info().version.clone(),
-            description: resolver.info().description.clone(),
-            world: RESOLVER_WORLD,
-            source: "builtin".to_owned(),
-            digest: resolver.digest().to_owned(),
-            requested: resolver.info().capabilities.clone(),
-            capabilities: resolver.capabilities().iter().map(str::to_owned).collect(),
-        });
+        rows.push(Row::resolver("builtin".to_owned(), &resolver));
     }
     rows.extend(declared.iter().filter_map(|d| {
         let source = match &d.source {
             PluginSource::File { path } => format!("file://{}", path.display()),
             PluginSource::Oci { reference } => format!("oci://{reference}"),
         };
-        set.get(&d.name).map(|p| Row::source(source, p))
+        set.get(&d.name)
+            .map(|p| Row::source(source.clone(), p))
+            .or_else(|| set.resolver(&d.name).map(|r| Row::resolver(source, r)))
     }));
 
     match settings.output {
