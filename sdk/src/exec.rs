@@ -77,6 +77,12 @@ impl Command {
     }
 
     /// Sets one environment variable; the rest of the environment is scrubbed by the host.
+    ///
+    /// A value `ref+<provider>:<reference>` (such as `ref+default-op:op://vault/item/field`)
+    /// is resolved by the host as the tool starts, if the plugin has the capability
+    /// `secrets:exec`; the plugin never holds the value. Where nothing is resolved
+    /// (`tazuna build`), the tool gets the reference text. A value from a secret provider
+    /// may come back only inside a Secret: any other object that holds it fails the render.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
         self

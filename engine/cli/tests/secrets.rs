@@ -1,6 +1,8 @@
 //! End-to-end: secret references in rendered Secrets, resolved by the built-in
-//! `envfile` and `onepassword` resolvers (wasm components) on the way to a
-//! harness cluster, and checked there with kubectl.
+//! `envfile` and `onepassword` resolvers (wasm components) and the `env`
+//! provider on the way to a harness cluster, and checked there with kubectl;
+//! and references the real helmfile gets in its environment for `vars`, with
+//! the host stopping a secret value that comes back outside a Secret.
 //!
 //! 1Password cannot run here: the `onepassword` resolver runs a stand-in `op`
 //! (a shell script that answers one `op read` the way the real CLI does). That
@@ -196,5 +198,186 @@ spec:
         ) && stderr.contains("the providers are `ops`, `default-op`"),
         "{}",
         text(&failed)
+    );
+}
+
+const TOKEN_VALUE: &str = "e2e-helmfile-token-51c9";
+const EMAIL_VALUE: &str = "platform-e2e@example.com";
+
+/// A chart that puts `.Values.email` in a ConfigMap and `.Values.token` in a
+/// Secret, or (with `leak`) the token in the ConfigMap too.
+fn token_chart(root: &Path, leak: bool) {
+    write(
+        root,
+        "helmfile/chart/Chart.yaml",
+        "apiVersion: v2\nname: acme\nversion: 0.1.0\n",
+    );
+    let settings = if leak {
+        "  email: {{ .Values.email | quote }}\n  token: {{ .Values.token | quote }}\n"
+    } else {
+        "  email: {{ .Values.email | quote }}\n"
+    };
+    write(
+        root,
+        "helmfile/chart/templates/objects.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: acme-settings\ndata:\n{settings}---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: acme-token\nstringData:\n  token: {{{{ .Values.token | quote }}}}\n"
+        ),
+    );
+}
+
+#[test]
+fn helmfile_vars_from_env_and_op_reach_the_tool_and_secret_values_only_land_in_secrets() {
+    let Some(tools) = tazuna_testkit::e2e::tools(&[
+        tazuna_testkit::assets::Tool::Helm,
+        tazuna_testkit::assets::Tool::Helmfile,
+    ]) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("tool-secrets") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // Stands in for the 1Password CLI (see the file's note): it answers the
+    // one read a `from: op` var asks for, with no account given.
+    write(
+        root,
+        "fake-op",
+        &format!(
+            "#!/bin/sh\nif [ \"$*\" = \"read --no-newline op://Platform/acme/token\" ]; then printf '%s' '{TOKEN_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
+        ),
+    );
+    let mut permissions = std::fs::metadata(root.join("fake-op"))
+        .unwrap()
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(root.join("fake-op"), permissions).unwrap();
+    token_chart(root, false);
+    write(
+        root,
+        "helmfile/helmfile.yaml.gotmpl",
+        "releases:\n  - name: acme\n    chart: ./chart\n    namespace: default\n    values:\n      - email: {{ .Values.email | quote }}\n        token: {{ .Values.token | quote }}\n",
+    );
+    // A Secret straight from the environment, too.
+    write(
+        root,
+        "ci/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ci\nstringData:\n  token: ref+env:E2E_CI_TOKEN\n",
+    );
+    write(
+        root,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: acme
+      type: helmfile
+      path: helmfile
+      helmfile:
+        vars:
+          email:
+            from: env
+            env: E2E_ACME_EMAIL
+          token:
+            from: op
+            op:
+              key: label
+              vault: Platform
+              item: acme
+              field: token
+    - name: ci
+      type: manifests
+      path: ci/secret.yaml
+      namespace: default
+",
+    );
+    let run = |args: &[&str]| {
+        let mut command = tazuna(&cluster, root);
+        command
+            .env(
+                "TAZUNA_TOOL_HELM",
+                tools.path(tazuna_testkit::assets::Tool::Helm),
+            )
+            .env(
+                "TAZUNA_TOOL_HELMFILE",
+                tools.path(tazuna_testkit::assets::Tool::Helmfile),
+            )
+            .env("E2E_ACME_EMAIL", EMAIL_VALUE)
+            .env("E2E_CI_TOKEN", ENV_VALUE)
+            .args(args);
+        output(&mut command)
+    };
+
+    // build resolves nothing: helmfile renders the references themselves.
+    let built = run(&["build"]);
+    assert!(built.status.success(), "{}", text(&built));
+    let stdout = String::from_utf8_lossy(&built.stdout);
+    assert!(
+        stdout.contains("ref+default-op:op://Platform/acme/token")
+            && stdout.contains("ref+env:E2E_ACME_EMAIL")
+            && stdout.contains("ref+env:E2E_CI_TOKEN"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(TOKEN_VALUE) && !stdout.contains(EMAIL_VALUE));
+
+    // apply hands helmfile the values; kubectl sees them where they belong.
+    let applied = run(&["apply"]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(!text(&applied).contains(TOKEN_VALUE), "{}", text(&applied));
+    assert_eq!(secret_value(&cluster, "acme-token", "token"), TOKEN_VALUE);
+    assert_eq!(secret_value(&cluster, "ci", "token"), ENV_VALUE);
+    let settings = succeed(cluster.kubectl().args([
+        "-n",
+        "default",
+        "get",
+        "configmap",
+        "acme-settings",
+        "-o",
+        "jsonpath={.data.email}",
+    ]));
+    assert_eq!(String::from_utf8_lossy(&settings.stdout), EMAIL_VALUE);
+    let state =
+        succeed(
+            cluster
+                .kubectl()
+                .args(["-n", "tazuna", "get", "configmaps", "-o", "json"]),
+        );
+    assert!(!String::from_utf8_lossy(&state.stdout).contains(TOKEN_VALUE));
+
+    // A chart that copies the token into a ConfigMap is stopped, by name,
+    // before anything is written, and the error does not quote the value.
+    token_chart(root, true);
+    let planned = run(&["plan"]);
+    assert_eq!(planned.status.code(), Some(1), "{}", text(&planned));
+    let said = text(&planned);
+    assert!(
+        said.contains("ConfigMap default/acme-settings, rendered by plugin `helmfile`, holds a value that a secret provider gave its tools"),
+        "{said}"
+    );
+    assert!(!said.contains(TOKEN_VALUE), "{said}");
+
+    // An unset variable is named.
+    token_chart(root, false);
+    let mut command = tazuna(&cluster, root);
+    command
+        .env(
+            "TAZUNA_TOOL_HELM",
+            tools.path(tazuna_testkit::assets::Tool::Helm),
+        )
+        .env(
+            "TAZUNA_TOOL_HELMFILE",
+            tools.path(tazuna_testkit::assets::Tool::Helmfile),
+        )
+        .env("E2E_CI_TOKEN", ENV_VALUE)
+        .env_remove("E2E_ACME_EMAIL")
+        .arg("plan");
+    let unset = output(&mut command);
+    assert_eq!(unset.status.code(), Some(1), "{}", text(&unset));
+    assert!(
+        text(&unset).contains("environment variable `E2E_ACME_EMAIL` is not set"),
+        "{}",
+        text(&unset)
     );
 }

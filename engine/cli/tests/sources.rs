@@ -455,18 +455,18 @@ fn a_broken_chart_a_missing_kustomization_and_a_missing_tool_are_explained() {
         text(&built)
     );
 
-    // A Go Tazuna var this version cannot resolve is refused by name.
+    // A Go Tazuna var without what its `from` needs is refused by name.
     let file = root.join("tazuna.yaml");
     let config = std::fs::read_to_string(&file).unwrap();
     edit(
         &file,
         "from: static\n            static: hi from helmfile vars",
-        "from: env\n            env: GREETING",
+        "from: env",
     );
     let built = output(tazuna(&tools, root).arg("build"));
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert!(
-        stderr.contains("manifest `platform`: plugin `helmfile` failed: invalid config: /vars/greeting/from: var `greeting`: `from: env` is not supported yet"),
+        stderr.contains("manifest `platform`: plugin `helmfile` failed: invalid config: /vars/greeting/env: var `greeting` is `from: env` and needs `env`"),
         "{}",
         text(&built)
     );

@@ -100,6 +100,19 @@ pub enum RenderError {
         /// (never a value).
         message: String,
     },
+    /// A value a secret provider gave the plugin's tools came back in an
+    /// object that is not a Secret.
+    #[error(
+        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, holds a value that a secret provider gave its tools; such values may only land in Secrets\nhint: use the value in a Secret (and refer to that Secret), or take it from a non-secret source"
+    )]
+    SecretOutsideSecret {
+        /// Manifest name.
+        manifest: String,
+        /// Plugin name.
+        plugin: String,
+        /// The object, as `Kind namespace/name`.
+        object: String,
+    },
     /// Upstream content changed under a pinned location and version.
     #[error(
         "manifest `{manifest}`: `{location}` {version} now has digest `{found}`, but tazuna.lock pinned `{pinned}`\nhint: the source serves other content under the same version; if that is intended, delete `sources.{manifest}` from tazuna.lock so the next run pins it again"
@@ -139,8 +152,23 @@ impl RenderError {
             | Self::Plugin { manifest, .. }
             | Self::UpstreamChanged { manifest, .. }
             | Self::Secret { manifest, .. }
+            | Self::SecretOutsideSecret { manifest, .. }
             | Self::InvalidOutput { manifest, .. } => manifest,
         }
+    }
+}
+
+/// `Kind namespace/name` (or `Kind name`) of a rendered object.
+fn describe_object(value: &Value) -> String {
+    let kind = value["kind"].as_str().unwrap_or("object");
+    let metadata = &value["metadata"];
+    let name = metadata["name"]
+        .as_str()
+        .or_else(|| metadata["generateName"].as_str())
+        .unwrap_or_default();
+    match metadata["namespace"].as_str() {
+        Some(namespace) => format!("{kind} {namespace}/{name}"),
+        None => format!("{kind} {name}"),
     }
 }
 
@@ -258,6 +286,7 @@ pub fn render_one(
             plugin: plugin.info().name.clone(),
             error,
         })?;
+    let (output, revealed) = output;
     for diagnostic in &output.diagnostics {
         match diagnostic.severity {
             Severity::Error | Severity::Warning => {
@@ -266,11 +295,20 @@ pub fn render_one(
             Severity::Info => tracing::debug!(manifest = %manifest.name, "{}", diagnostic.message),
         }
     }
-    let objects = output
-        .manifests
-        .into_iter()
-        .map(|doc| parse_document(plugin, &manifest.name, doc.content, doc.origin))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut objects = Vec::with_capacity(output.manifests.len());
+    for doc in output.manifests {
+        let traced = !revealed.is_empty() && revealed.found_in(&doc.content);
+        let object = parse_document(plugin, &manifest.name, doc.content, doc.origin)?;
+        let secret = object.value["kind"] == "Secret" && object.value["apiVersion"] == "v1";
+        if traced && !secret {
+            return Err(RenderError::SecretOutsideSecret {
+                manifest: manifest.name.clone(),
+                plugin: plugin.info().name.clone(),
+                object: describe_object(&object.value),
+            });
+        }
+        objects.push(object);
+    }
     Ok(Rendered {
         manifest: manifest.name.clone(),
         plugin: plugin.info().name.clone(),

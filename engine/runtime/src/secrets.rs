@@ -12,16 +12,22 @@
 //!
 //! Providers of type `envfile` and `onepassword` are built in; `default-op`
 //! is the built-in 1Password provider Go Tazuna files may name without
-//! declaring it. A provider whose type names a plugin of `spec.plugins` uses
-//! that plugin, loaded (and pinned, for `oci://`) like a source plugin.
+//! declaring it. `env` is built into the host: its references name
+//! environment variables of the Tazuna process. A provider whose type names a
+//! plugin of `spec.plugins` uses that plugin, loaded (and pinned, for
+//! `oci://`) like a source plugin.
+//!
+//! [`ProviderSecrets`] resolves the same references for tools, when a plugin
+//! hands one to a tool it runs (see [`crate::host::ToolSecrets`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use serde_json::Value;
 use tazuna_core::config::Provider;
 
-use crate::host::{PluginError, PluginHost};
+use crate::host::{HostSettings, PluginError, PluginHost, ToolSecret, ToolSecrets};
 use crate::plugins::PluginSet;
 use crate::render::{RenderError, Rendered, describe};
 
@@ -33,6 +39,10 @@ pub const DEFAULT_PROVIDER: &str = "default-op";
 
 /// The type of [`DEFAULT_PROVIDER`].
 const DEFAULT_PROVIDER_TYPE: &str = "onepassword";
+
+/// The built-in provider whose references name environment variables of the
+/// Tazuna process: `ref+env:CI_DEPLOY_TOKEN`.
+pub const ENV_PROVIDER: &str = "env";
 
 /// `ref+<provider>:<reference>` taken apart, or `None` for any other value.
 pub fn parse(value: &str) -> Option<(&str, &str)> {
@@ -77,36 +87,35 @@ pub fn resolve_all(
     let mut failed: BTreeMap<usize, String> = BTreeMap::new();
     let mut values: HashMap<(String, String), Vec<u8>> = HashMap::new();
     for (provider, items) in by_provider {
-        let declared = providers.iter().find(|p| p.name == provider);
-        let (kind, config, dir) = match declared {
-            Some(p) => (
-                p.kind.as_str(),
-                p.config.to_string(),
-                p.origin
-                    .file
-                    .parent()
-                    .filter(|dir| !dir.as_os_str().is_empty())
-                    .map(Path::to_path_buf)
-                    .unwrap_or_else(|| working_dir.to_owned()),
-            ),
-            None if provider == DEFAULT_PROVIDER => (
-                DEFAULT_PROVIDER_TYPE,
-                "{}".to_owned(),
-                working_dir.to_owned(),
-            ),
+        let (kind, config, dir) = match target(providers, working_dir, provider) {
+            Some(Target::Environment) => {
+                for item in items {
+                    match from_environment(&item.reference) {
+                        Ok(value) => {
+                            values.insert((provider.to_owned(), item.reference.clone()), value);
+                        }
+                        Err(message) => {
+                            failed.entry(item.result).or_insert_with(|| {
+                                format!(
+                                    "{}: `stringData.{}`: {message}",
+                                    object_name(results, item),
+                                    item.key
+                                )
+                            });
+                        }
+                    }
+                }
+                continue;
+            }
+            Some(Target::Resolver { kind, config, dir }) => (kind, config, dir),
             None => {
-                let known: Vec<String> = providers
-                    .iter()
-                    .map(|p| format!("`{}`", p.name))
-                    .chain([format!("`{DEFAULT_PROVIDER}`")])
-                    .collect();
                 for item in items {
                     failed.entry(item.result).or_insert_with(|| {
                         format!(
-                            "{}: `stringData.{}` names provider `{provider}`, which `spec.providers` does not declare\nhint: the providers are {}",
+                            "{}: `stringData.{}` {}",
                             object_name(results, item),
                             item.key,
-                            known.join(", ")
+                            undeclared(providers, provider)
                         )
                     });
                 }
@@ -196,6 +205,66 @@ fn object_name(results: &[Result<Rendered, RenderError>], item: &Found) -> Strin
     }
 }
 
+/// Where the references of one provider go.
+enum Target<'a> {
+    /// The Tazuna process's environment: provider [`ENV_PROVIDER`].
+    Environment,
+    /// A resolver of type `kind`, called with the provider's block as JSON
+    /// and the directory of the file that declares the provider.
+    Resolver {
+        kind: &'a str,
+        config: String,
+        dir: PathBuf,
+    },
+}
+
+/// Where provider `name` sends its references; `None` when nothing declares it.
+fn target<'a>(providers: &'a [Provider], working_dir: &Path, name: &str) -> Option<Target<'a>> {
+    match providers.iter().find(|p| p.name == name) {
+        Some(p) => Some(Target::Resolver {
+            kind: p.kind.as_str(),
+            config: p.config.to_string(),
+            dir: p
+                .origin
+                .file
+                .parent()
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| working_dir.to_owned()),
+        }),
+        None if name == DEFAULT_PROVIDER => Some(Target::Resolver {
+            kind: DEFAULT_PROVIDER_TYPE,
+            config: "{}".to_owned(),
+            dir: working_dir.to_owned(),
+        }),
+        None if name == ENV_PROVIDER => Some(Target::Environment),
+        None => None,
+    }
+}
+
+/// "names provider `x`, which ... does not declare", with the providers there are.
+fn undeclared(providers: &[Provider], name: &str) -> String {
+    let known: Vec<String> = providers
+        .iter()
+        .map(|p| format!("`{}`", p.name))
+        .chain([format!("`{DEFAULT_PROVIDER}`"), format!("`{ENV_PROVIDER}`")])
+        .collect();
+    format!(
+        "names provider `{name}`, which `spec.providers` does not declare\nhint: the providers are {}",
+        known.join(", ")
+    )
+}
+
+/// The value of environment variable `name` of the Tazuna process.
+fn from_environment(name: &str) -> Result<Vec<u8>, String> {
+    use std::os::unix::ffi::OsStringExt as _;
+    std::env::var_os(name)
+        .map(std::ffi::OsString::into_vec)
+        .ok_or_else(|| {
+            format!("environment variable `{name}` is not set (provider `{ENV_PROVIDER}`)")
+        })
+}
+
 /// The provider types whose resolvers [`resolve_all`] will call for the
 /// references in `results`: the types of the providers they name (1Password
 /// for `default-op`). Providers `spec.providers` does not declare are left
@@ -207,16 +276,123 @@ pub fn needed_types<'a>(
     let mut types: Vec<&str> = find(results)
         .iter()
         .filter_map(
-            |item| match providers.iter().find(|p| p.name == item.provider) {
-                Some(provider) => Some(provider.kind.as_str()),
-                None if item.provider == DEFAULT_PROVIDER => Some(DEFAULT_PROVIDER_TYPE),
-                None => None,
+            |item| match target(providers, Path::new("."), &item.provider)? {
+                Target::Resolver { kind, .. } => Some(kind),
+                Target::Environment => None,
             },
         )
         .collect();
     types.sort_unstable();
     types.dedup();
     types
+}
+
+/// Loads the resolver for a provider type, on the host given.
+pub type ResolverLoader = dyn Fn(&PluginHost, &str) -> Result<PluginSet, String> + Send + Sync;
+
+/// [`ToolSecrets`] over `spec.providers`: what a tool gets when its plugin
+/// hands it `ref+<provider>:<reference>`. Resolvers run on a host of their
+/// own and are loaded on first use by `load`; each reference is resolved once
+/// per run. `env` values are configuration, not secrets; every other
+/// provider's values are.
+pub struct ProviderSecrets {
+    providers: Vec<Provider>,
+    working_dir: PathBuf,
+    host_settings: HostSettings,
+    load: Box<ResolverLoader>,
+    state: Mutex<ResolvedSoFar>,
+}
+
+/// Resolvers loaded and values resolved by a [`ProviderSecrets`].
+#[derive(Default)]
+struct ResolvedSoFar {
+    /// Started on first use.
+    host: Option<PluginHost>,
+    resolvers: HashMap<String, PluginSet>,
+    values: HashMap<(String, String), Vec<u8>>,
+}
+
+impl ProviderSecrets {
+    /// Resolve through `providers` (relative provider paths against
+    /// `working_dir`), running resolvers as `load` loads them on a host of
+    /// `host_settings`, started on first use.
+    pub fn new(
+        providers: Vec<Provider>,
+        working_dir: PathBuf,
+        host_settings: HostSettings,
+        load: Box<ResolverLoader>,
+    ) -> Self {
+        Self {
+            providers,
+            working_dir,
+            host_settings,
+            load,
+            state: Mutex::new(ResolvedSoFar::default()),
+        }
+    }
+}
+
+impl ToolSecrets for ProviderSecrets {
+    fn resolve(&self, provider: &str, reference: &str) -> Result<ToolSecret, String> {
+        let (kind, config, dir) = match target(&self.providers, &self.working_dir, provider) {
+            Some(Target::Environment) => {
+                return from_environment(reference).map(|value| ToolSecret {
+                    value,
+                    secret: false,
+                });
+            }
+            Some(Target::Resolver { kind, config, dir }) => (kind, config, dir),
+            None => {
+                return Err(format!(
+                    "`ref+{provider}:…` {}",
+                    undeclared(&self.providers, provider)
+                ));
+            }
+        };
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let key = (provider.to_owned(), reference.to_owned());
+        if let Some(value) = state.values.get(&key) {
+            return Ok(ToolSecret {
+                value: value.clone(),
+                secret: true,
+            });
+        }
+        let state = &mut *state;
+        let host = match &mut state.host {
+            Some(host) => host,
+            empty => empty.insert(
+                PluginHost::new(self.host_settings.clone()).map_err(|error| error.to_string())?,
+            ),
+        };
+        if !state.resolvers.contains_key(kind) {
+            let set = (self.load)(host, kind)
+                .map_err(|error| format!("provider `{provider}`: {error}"))?;
+            state.resolvers.insert(kind.to_owned(), set);
+        }
+        let plugin = state.resolvers[kind]
+            .resolver(kind)
+            .ok_or_else(|| format!("provider `{provider}`: no resolver of type `{kind}`"))?;
+        let answer = host
+            .resolve(plugin, &dir, &config, &[reference.to_owned()])
+            .map_err(|error| format!("provider `{provider}`: {error}"))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| format!("provider `{provider}` gave no answer"))?
+            .map_err(|error| {
+                format!(
+                    "provider `{provider}` could not resolve its reference: {}",
+                    describe(&error)
+                )
+            })?;
+        state.values.insert(key, answer.value.clone());
+        Ok(ToolSecret {
+            value: answer.value,
+            secret: true,
+        })
+    }
 }
 
 /// Every reference in the `stringData` of the rendered Secrets.

@@ -29,6 +29,7 @@ impl SourcePlugin for Helmfile {
             .with_description("`helmfile template` of the helmfile at `path`.")
             .with_capability("exec:helmfile")
             .with_capability("exec:helm")
+            .with_capability("secrets:exec")
     }
 
     fn validate(config: &Config) -> Vec<Diagnostic> {
@@ -47,10 +48,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_plugin_asks_for_helmfile_and_the_helm_it_runs() {
+    fn the_plugin_asks_for_helmfile_the_helm_it_runs_and_references_for_them() {
         assert_eq!(
             Helmfile::info().capabilities,
-            ["exec:helmfile", "exec:helm"]
+            ["exec:helmfile", "exec:helm", "secrets:exec"]
         );
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! A reference is a GenesisSecret item: `op://<account>/<vault>/<item>#<field>`, or the same with
 //! `/<field>` instead of `#<field>`. The field is named by label or by ID, as `op read` accepts
-//! both; `<account>` becomes `op --account`.
+//! both; `<account>` becomes `op --account`. Without an account (`op://<vault>/<item>/<field>`
+//! or `op://<vault>/<item>#<field>`, as helmfile vars `from: op` name it), `op` uses the account
+//! it is signed in to.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -22,8 +24,8 @@ pub struct OnePassword;
 /// A 1Password reference taken apart.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Reference<'a> {
-    /// The account (`my.1password.com`), `op --account`.
-    pub account: &'a str,
+    /// The account (`my.1password.com`), `op --account`; `op`'s own when absent.
+    pub account: Option<&'a str>,
     /// The vault.
     pub vault: &'a str,
     /// The item.
@@ -32,11 +34,11 @@ pub struct Reference<'a> {
     pub field: &'a str,
 }
 
-/// Parses `op://<account>/<vault>/<item>#<field>` or `op://<account>/<vault>/<item>/<field>`.
+/// Parses `op://[<account>/]<vault>/<item>#<field>` or `op://[<account>/]<vault>/<item>/<field>`.
 pub fn parse(reference: &str) -> Result<Reference<'_>, PluginError> {
     let malformed = || {
         PluginError::InvalidConfig(vec![tazuna_sdk::Diagnostic::error(format!(
-            "1Password reference `{reference}` is malformed; expected `op://<account>/<vault>/<item>#<field>`"
+            "1Password reference `{reference}` is malformed; expected `op://<account>/<vault>/<item>#<field>` or `op://<vault>/<item>/<field>`"
         ))])
     };
     let rest = reference.strip_prefix("op://").ok_or_else(malformed)?;
@@ -46,11 +48,13 @@ pub fn parse(reference: &str) -> Result<Reference<'_>, PluginError> {
     };
     let parts: Vec<&str> = path.split('/').collect();
     let (account, vault, item, field) = match (parts.as_slice(), field) {
-        ([account, vault, item], Some(field)) => (*account, *vault, *item, field),
-        ([account, vault, item, field], None) => (*account, *vault, *item, *field),
+        ([account, vault, item], Some(field)) => (Some(*account), *vault, *item, field),
+        ([account, vault, item, field], None) => (Some(*account), *vault, *item, *field),
+        ([vault, item], Some(field)) => (None, *vault, *item, field),
+        ([vault, item, field], None) => (None, *vault, *item, *field),
         _ => return Err(malformed()),
     };
-    if [account, vault, item, field]
+    if [account.unwrap_or("-"), vault, item, field]
         .iter()
         .any(|part| part.is_empty())
     {
@@ -76,14 +80,15 @@ impl SecretResolver for OnePassword {
 
     fn resolve(_: &Config, reference: &str) -> Result<Vec<u8>, PluginError> {
         let parsed = parse(reference)?;
-        let output = Command::new("op")
-            .args([
-                "read",
-                "--no-newline",
-                "--account",
-                parsed.account,
-                &format!("op://{}/{}/{}", parsed.vault, parsed.item, parsed.field),
-            ])
+        let mut command = Command::new("op").args(["read", "--no-newline"]);
+        if let Some(account) = parsed.account {
+            command = command.args(["--account", account]);
+        }
+        let output = command
+            .arg(format!(
+                "op://{}/{}/{}",
+                parsed.vault, parsed.item, parsed.field
+            ))
             .run_checked()?;
         Ok(output.stdout)
     }
@@ -98,7 +103,7 @@ mod tests {
     #[test]
     fn genesis_secret_items_and_op_paths_both_parse() {
         let expected = Reference {
-            account: "my.1password.com",
+            account: Some("my.1password.com"),
             vault: "Platform",
             item: "cert-manager",
             field: "cloudflare-api-token",
@@ -114,12 +119,26 @@ mod tests {
     }
 
     #[test]
-    fn references_without_an_account_or_a_field_are_refused() {
+    fn without_an_account_op_uses_its_own() {
+        let expected = Reference {
+            account: None,
+            vault: "Platform",
+            item: "acme",
+            field: "token",
+        };
+        assert_eq!(parse("op://Platform/acme/token").unwrap(), expected);
+        assert_eq!(parse("op://Platform/acme#token").unwrap(), expected);
+    }
+
+    #[test]
+    fn malformed_references_are_refused() {
         for bad in [
-            "op://Platform/cert-manager#x",
-            "op://a/b/c",
+            "op://cert-manager#x",
+            "op://a/b",
+            "op://a/b/c/d/e",
             "vault://a/b/c#d",
             "op://a//c#d",
+            "op:///b/c#d",
         ] {
             assert!(
                 matches!(parse(bad), Err(PluginError::InvalidConfig(_))),

@@ -100,6 +100,7 @@ impl SourcePlugin for Oras {
             .with_capability("exec:kustomize")
             .with_capability("exec:helmfile")
             .with_capability("exec:helm")
+            .with_capability("secrets:exec")
     }
 
     fn validate(config: &Config) -> Vec<Diagnostic> {

@@ -2,6 +2,8 @@
 //! connecting, showing the target, and rendering with the cluster's
 //! capabilities.
 
+use std::sync::Arc;
+
 use anyhow::anyhow;
 use tazuna_core::config::{Config, Manifest};
 use tazuna_core::lock::Lockfile;
@@ -10,7 +12,7 @@ use tazuna_engine::distribution::Resolve;
 use tazuna_engine::guard::{ContextGuard, Rebind};
 use tazuna_engine::plugins::{PluginSet, Role};
 use tazuna_engine::render::{RenderSettings, Rendered};
-use tazuna_engine::secrets;
+use tazuna_engine::secrets::{self, ProviderSecrets};
 
 use crate::settings::GlobalSettings;
 
@@ -120,6 +122,25 @@ pub fn render(
     cluster: &Cluster,
 ) -> anyhow::Result<Vec<Result<Rendered, String>>> {
     let (host, plugins) = super::load_plugins(settings, config, manifests)?;
+    // References a plugin hands its tools are resolved on the way to a
+    // cluster too; resolvers load on first use.
+    let loader_settings = settings.clone();
+    let loader_config = config.clone();
+    host.set_tool_secrets(Arc::new(ProviderSecrets::new(
+        config.spec.providers.clone(),
+        secrets::working_dir(&settings.file),
+        settings.host.clone(),
+        Box::new(move |host, kind| {
+            super::load_plugin_set(
+                &loader_settings,
+                &loader_config,
+                host,
+                &[(kind, Role::Resolver)],
+                Resolve::Pinned,
+            )
+            .map_err(|error| format!("{error:#}"))
+        }),
+    )));
     let render_settings = RenderSettings {
         environment: settings.environment.clone(),
         values: config.values(),

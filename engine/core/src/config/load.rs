@@ -1182,13 +1182,18 @@ fn build_providers(
         if name.is_empty() {
             return Err(doc.invalid(&at.key("name"), "empty provider name".to_owned(), None));
         }
-        if name == "default-op" {
+        let reserved = match name.as_str() {
+            "default-op" => Some("`default-op` is the built-in 1Password provider"),
+            "env" => {
+                Some("`env` is the built-in provider for environment variables (`ref+env:NAME`)")
+            }
+            _ => None,
+        };
+        if let Some(why) = reserved {
             return Err(doc.invalid(
                 &at.key("name"),
-                "provider name `default-op` is reserved".to_owned(),
-                Some(
-                    "`default-op` is the built-in 1Password provider; pick another name".to_owned(),
-                ),
+                format!("provider name `{name}` is reserved"),
+                Some(format!("{why}; pick another name")),
             ));
         }
         if let Some(first) = providers.iter().find(|p| p.name == name) {

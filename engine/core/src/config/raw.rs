@@ -289,7 +289,8 @@ pub(crate) struct RawExistNonExist {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawProvider {
-    /// The name GenesisSecret files use in `spec.provider`; `default-op` is reserved.
+    /// The name GenesisSecret files and `ref+<name>:` references use; `default-op` and `env`
+    /// are reserved.
     pub name: String,
     /// `onepassword`, `envfile`, or the name of a secret-resolver plugin.
     #[serde(rename = "type")]

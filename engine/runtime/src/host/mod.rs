@@ -21,6 +21,7 @@ mod cache;
 mod capabilities;
 mod exec;
 mod resolver;
+mod tool_secrets;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,6 +43,9 @@ pub use cache::{CompileCache, Provenance};
 pub use capabilities::Capabilities;
 pub use exec::{locate as locate_tool, tool_env_var};
 pub use resolver::ResolverPlugin;
+pub use tool_secrets::{
+    CAPABILITY as TOOL_SECRETS_CAPABILITY, Revealed, SharedToolSecrets, ToolSecret, ToolSecrets,
+};
 
 use bindings::{SourcePlugin as SourceBindings, SourcePluginPre};
 use exec::{ExecContext, Mount};
@@ -145,6 +149,7 @@ pub struct PluginHost {
     cache: CompileCache,
     limits: Limits,
     ticker_stop: Arc<AtomicBool>,
+    tool_secrets: std::sync::OnceLock<SharedToolSecrets>,
 }
 
 impl std::fmt::Debug for PluginHost {
@@ -199,7 +204,15 @@ impl PluginHost {
             cache,
             limits: settings.limits,
             ticker_stop,
+            tool_secrets: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Resolve the secret references plugins hand their tools through
+    /// `secrets` from now on (see [`ToolSecrets`]). Without it, tools get the
+    /// references as they are. Only the first call takes effect.
+    pub fn set_tool_secrets(&self, secrets: SharedToolSecrets) {
+        let _ = self.tool_secrets.set(secrets);
     }
 
     /// Compile (or load from cache) and pre-link a source plugin, then ask it to
@@ -271,16 +284,30 @@ impl PluginHost {
 
     /// Render one manifest. `manifest_dir` is preopened read-only at
     /// [`MANIFEST_DIR`]; the request's `workdir` and `scratch` are filled in here.
+    ///
+    /// The secret values the call handed to tools come back as [`Revealed`],
+    /// already taken out of the output's diagnostics and of the error, so the
+    /// caller can check that no object other than a Secret holds one.
     pub fn render(
         &self,
         plugin: &SourcePlugin,
         manifest_dir: &Path,
         mut request: RenderRequest,
-    ) -> Result<Result<RenderOutput, PluginError>, HostError> {
+    ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
         request.workdir = MANIFEST_DIR.to_owned();
         request.scratch = SCRATCH_DIR.to_owned();
         self.call(plugin, Some(manifest_dir), |bindings, store| {
-            bindings.tazuna_plugin_source().call_render(store, &request)
+            let result = bindings
+                .tazuna_plugin_source()
+                .call_render(&mut *store, &request)?;
+            let revealed = std::mem::take(&mut store.data_mut().revealed);
+            Ok(match result {
+                Ok(mut output) => {
+                    revealed.redact_diagnostics(&mut output.diagnostics);
+                    Ok((output, revealed))
+                }
+                Err(error) => Err(revealed.redact_error(error)),
+            })
         })
     }
 
@@ -386,6 +413,8 @@ impl PluginHost {
             capabilities: capabilities.clone(),
             mounts,
             tools: ToolClock::new(self.limits.tools),
+            tool_secrets: self.tool_secrets.get().cloned(),
+            revealed: Revealed::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
@@ -488,6 +517,9 @@ struct CallState {
     capabilities: Capabilities,
     mounts: Vec<Mount>,
     tools: ToolClock,
+    tool_secrets: Option<SharedToolSecrets>,
+    /// Secret values handed to tools in this call.
+    revealed: Revealed,
 }
 
 /// How much of a call's tool budget is spent.
@@ -546,6 +578,7 @@ impl bindings::log::Host for CallState {
     fn log(&mut self, level: bindings::log::Level, message: String) {
         use bindings::log::Level;
         let plugin = self.plugin.as_str();
+        let message = self.revealed.redact(&message);
         match level {
             Level::Trace => tracing::trace!(plugin, "{message}"),
             Level::Debug => tracing::debug!(plugin, "{message}"),
@@ -559,9 +592,22 @@ impl bindings::log::Host for CallState {
 impl bindings::exec::Host for CallState {
     fn run(
         &mut self,
-        command: bindings::exec::Command,
+        mut command: bindings::exec::Command,
     ) -> Result<bindings::exec::Output, PluginError> {
         let max_timeout = self.tools.left(&format!("`{}`", command.tool))?;
+        // Resolving counts as tool time: a provider may run a tool itself.
+        let (plugin, capabilities) = (&self.plugin, &self.capabilities);
+        let (secrets, revealed) = (self.tool_secrets.as_deref(), &mut self.revealed);
+        self.tools.run(|| {
+            tool_secrets::resolve_env(
+                plugin,
+                &command.tool,
+                capabilities,
+                secrets,
+                &mut command.env,
+                revealed,
+            )
+        })?;
         let ctx = ExecContext {
             plugin: &self.plugin,
             capabilities: &self.capabilities,

@@ -58,8 +58,33 @@ pub struct Var {
     pub static_map: Option<serde_json::Map<String, serde_json::Value>>,
     /// The variable's name, with `from: env`.
     pub env: Option<String>,
-    /// The 1Password reference, with `from: op`.
-    pub op: Option<serde_json::Value>,
+    /// The 1Password field, with `from: op`.
+    pub op: Option<OpSelector>,
+}
+
+/// A 1Password field, as Go Tazuna's helmfile vars name it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpSelector {
+    /// Whether `field` is the field's `id` or its `label`. `op read` takes either, so this
+    /// makes no difference.
+    pub key: Option<OpKey>,
+    /// The vault.
+    pub vault: String,
+    /// The item.
+    pub item: String,
+    /// The field, by label or ID.
+    pub field: String,
+}
+
+/// How an [`OpSelector`] names its field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OpKey {
+    /// By the field's ID.
+    Id,
+    /// By the field's label.
+    Label,
 }
 
 /// The sources a state value can come from.
@@ -68,9 +93,10 @@ pub struct Var {
 pub enum From {
     /// Written in the block.
     Static,
-    /// An environment variable of the Tazuna process.
+    /// An environment variable of the Tazuna process, read by the host for helmfile.
     Env,
-    /// A 1Password item.
+    /// A 1Password field, read by the host with the built-in `default-op` provider for
+    /// helmfile.
     Op,
 }
 
@@ -96,16 +122,66 @@ impl Config {
                         );
                     }
                 }
-                From::Env | From::Op => found.push(
-                    Diagnostic::error(format!(
-                        "var `{name}`: `from: {}` is not supported yet; Tazuna will resolve environment and 1Password references through secret providers, which this version does not have. Use `from: static`, or leave the value to the helmfile's own environment files",
-                        if var.from == From::Env { "env" } else { "op" }
-                    ))
-                    .at(at("/from")),
-                ),
+                From::Env => {
+                    let valid = var.env.as_deref().is_some_and(|env| {
+                        !env.is_empty()
+                            && env
+                                .bytes()
+                                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                    });
+                    if !valid {
+                        found.push(
+                            Diagnostic::error(format!(
+                                "var `{name}` is `from: env` and needs `env`, the name of an environment variable (letters, digits and `_`)"
+                            ))
+                            .at(at("/env")),
+                        );
+                    }
+                }
+                From::Op => match &var.op {
+                    None => found.push(
+                        Diagnostic::error(format!(
+                            "var `{name}` is `from: op` and needs `op` with `vault`, `item` and `field`"
+                        ))
+                        .at(at("")),
+                    ),
+                    Some(op) => {
+                        for (field, value) in
+                            [("vault", &op.vault), ("item", &op.item), ("field", &op.field)]
+                        {
+                            if value.is_empty() || value.contains(['/', '#']) {
+                                found.push(
+                                    Diagnostic::error(format!(
+                                        "var `{name}`: `op.{field}` must be a non-empty name without `/` or `#`"
+                                    ))
+                                    .at(at(&format!("/op/{field}"))),
+                                );
+                            }
+                        }
+                    }
+                },
             }
         }
         found
+    }
+
+    /// The vars whose values the host resolves, with the reference it resolves: `ref+env:NAME`
+    /// for `from: env`, `ref+default-op:op://<vault>/<item>/<field>` for `from: op`.
+    pub fn referenced_vars(&self) -> Vec<(&str, String)> {
+        self.vars
+            .iter()
+            .filter_map(|(name, var)| {
+                let reference = match (var.from, &var.env, &var.op) {
+                    (From::Env, Some(env), _) => format!("ref+env:{env}"),
+                    (From::Op, _, Some(op)) => format!(
+                        "ref+default-op:op://{}/{}/{}",
+                        op.vault, op.item, op.field
+                    ),
+                    _ => return None,
+                };
+                Some((name.as_str(), reference))
+            })
+            .collect()
     }
 
     /// The state values the vars give, as one JSON mapping.
@@ -152,19 +228,47 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_or_incomplete_vars_are_named() {
+    fn incomplete_vars_are_named() {
         let config = config(
-            r#"{"vars": {"token": {"from": "op", "op": {"vault": "v"}},
-                         "email": {"from": "env", "env": "EMAIL"},
-                         "empty": {"from": "static"}}}"#,
+            r#"{"vars": {"token": {"from": "op", "op": {"vault": "v", "item": "a/b", "field": ""}},
+                         "email": {"from": "env"},
+                         "shell": {"from": "env", "env": "$(id)"},
+                         "empty": {"from": "static"},
+                         "missing": {"from": "op"}}}"#,
         );
         let found = config.check();
         let at: Vec<_> = found.iter().filter_map(|d| d.path.as_deref()).collect();
-        assert_eq!(at, ["/vars/email/from", "/vars/empty", "/vars/token/from"]);
-        assert!(
-            found[0]
-                .message
-                .contains("`from: env` is not supported yet")
+        assert_eq!(
+            at,
+            [
+                "/vars/email/env",
+                "/vars/empty",
+                "/vars/missing",
+                "/vars/shell/env",
+                "/vars/token/op/item",
+                "/vars/token/op/field"
+            ]
+        );
+    }
+
+    #[test]
+    fn env_and_op_vars_become_references_for_the_host() {
+        let config = config(
+            r#"{"vars": {"token": {"from": "op", "op": {"key": "label", "vault": "Platform", "item": "acme", "field": "token"}},
+                         "email": {"from": "env", "env": "ACME_EMAIL"},
+                         "region": {"from": "static", "static": "ap-northeast-1"}}}"#,
+        );
+        assert!(config.check().is_empty());
+        assert_eq!(
+            config.referenced_vars(),
+            [
+                ("email", "ref+env:ACME_EMAIL".to_owned()),
+                ("token", "ref+default-op:op://Platform/acme/token".to_owned())
+            ]
+        );
+        assert_eq!(
+            serde_json::Value::Object(config.state_values()),
+            serde_json::json!({"region": "ap-northeast-1"})
         );
     }
 }

@@ -30,8 +30,15 @@ use crate::paths;
 
 pub use config::Config;
 
-/// Guest file name of the state values written for `vars`.
+/// Guest file name of the state values written for `from: static` vars.
 const STATE_VALUES_FILE: &str = "tazuna-state-values.json";
+
+/// Guest file name of the template that reads `from: env` and `from: op` vars from helmfile's
+/// environment; helmfile renders `.gotmpl` state values files.
+const REFERENCED_VALUES_FILE: &str = "tazuna-referenced-values.yaml.gotmpl";
+
+/// Prefix of the environment variables that carry those vars to helmfile.
+const VAR_PREFIX: &str = "TAZUNA_VAR_";
 
 /// Scratch directory helm writes each release's templates to, as
 /// `<release>_<namespace>/<chart>/templates/<file>`.
@@ -94,33 +101,51 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         let text = std::fs::read_to_string(&file).ok()?;
         declares_environment(&text, name).then(|| name.to_owned())
     });
-    let state_values = config.state_values();
-    let state_values_file = if state_values.is_empty() {
-        None
-    } else {
-        let file = format!(
-            "{}/{STATE_VALUES_FILE}",
-            request.scratch.trim_end_matches('/')
-        );
-        let text = serde_json::to_string(&state_values).map_err(PluginError::other)?;
+    let scratch = request.scratch.trim_end_matches('/');
+    let write = |name: &str, text: String| {
+        let file = format!("{scratch}/{name}");
         std::fs::write(&file, text)
             .map_err(|error| PluginError::other(format_args!("cannot write `{file}`: {error}")))?;
-        Some(file)
+        Ok::<_, PluginError>(file)
     };
+    let mut state_values_files = Vec::new();
+    let state_values = config.state_values();
+    if !state_values.is_empty() {
+        let text = serde_json::to_string(&state_values).map_err(PluginError::other)?;
+        state_values_files.push(write(STATE_VALUES_FILE, text)?);
+    }
+    // `from: env` and `from: op` values never pass through the plugin: each is
+    // a reference in helmfile's environment, which the host resolves as the
+    // tool starts, and a template helmfile renders reads it from there.
+    let referenced = config.referenced_vars();
+    let mut tool_env = Vec::new();
+    if !referenced.is_empty() {
+        let mut template = String::new();
+        for (index, (name, reference)) in referenced.into_iter().enumerate() {
+            let variable = format!("{VAR_PREFIX}{index}");
+            let key = serde_json::to_string(name).map_err(PluginError::other)?;
+            template.push_str(&format!("{key}: {{{{ env \"{variable}\" | toJson }}}}\n"));
+            tool_env.push((variable, reference));
+        }
+        state_values_files.push(write(REFERENCED_VALUES_FILE, template)?);
+    }
     let output_dir = format!("{}/{OUTPUT_DIR}", request.scratch.trim_end_matches('/'));
     let args = template_args(&Template {
         file: &file,
         config: &config,
         environment: environment.as_deref(),
         cluster: request.cluster.as_ref(),
-        state_values_file: state_values_file.as_deref(),
+        state_values_files: &state_values_files,
         values_files: &values_files,
         output_dir: &output_dir,
     });
-    Command::new("helmfile")
+    let mut command = Command::new("helmfile")
         .args(args)
-        .cwd(request.scratch.as_str())
-        .run_checked()?;
+        .cwd(request.scratch.as_str());
+    for (key, value) in tool_env {
+        command = command.env(key, value);
+    }
+    command.run_checked()?;
     let mut rendered = RenderOutput::new(Vec::new());
     for release in releases::read(Path::new(&output_dir)).map_err(PluginError::other)? {
         let read = release.read;
@@ -207,8 +232,8 @@ pub struct Template<'a> {
     pub environment: Option<&'a str>,
     /// The target cluster, when one is known.
     pub cluster: Option<&'a ClusterInfo>,
-    /// Guest path of the state values written for `vars`.
-    pub state_values_file: Option<&'a str>,
+    /// Guest paths of the state values files written for `vars`.
+    pub state_values_files: &'a [String],
     /// Guest paths of `extraValueFiles`.
     pub values_files: &'a [String],
     /// Guest path of the directory helm writes the releases to.
@@ -226,7 +251,7 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
     if let Some(environment) = template.environment {
         args.push(format!("--environment={environment}"));
     }
-    if let Some(file) = template.state_values_file {
+    for file in template.state_values_files {
         args.push(format!("--state-values-file={file}"));
     }
     for selector in &config.selectors {
@@ -286,7 +311,7 @@ mod tests {
             config: &config,
             environment: config.environment.as_deref(),
             cluster: Some(&cluster),
-            state_values_file: Some("/scratch/tazuna-state-values.json"),
+            state_values_files: &["/scratch/tazuna-state-values.json".to_owned()],
             values_files: &values,
             output_dir: "/scratch/rendered",
         });

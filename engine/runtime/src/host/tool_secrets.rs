@@ -1,0 +1,273 @@
+//! Secret references a plugin hands to its tools.
+//!
+//! A plugin granted `secrets:exec` may set a variable of a tool's environment
+//! (the `env` of an `exec` command) to `ref+<provider>:<reference>`. The host
+//! resolves it through [`ToolSecrets`] just before the tool starts, so the
+//! value goes from the provider to the tool and the plugin never passes it.
+//! Without a [`ToolSecrets`] (`tazuna build`), the tool gets the reference
+//! text itself, so what it renders shows references where values would be.
+//!
+//! A tool's output comes back to the plugin, so the host also guards the way
+//! out. Each value a secret provider gave in a call is [`Revealed`]: it is
+//! replaced by `(redacted)` in the plugin's log lines, diagnostics and errors,
+//! and the render fails if an object other than a Secret holds it (as text or
+//! base64). Values shorter than [`Revealed::MIN_LEN`] bytes are too common to
+//! trace and are left alone.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+
+use super::bindings::types::{Diagnostic, PluginError};
+use super::capabilities::Capabilities;
+
+/// The capability that lets a plugin hand secret references to its tools.
+pub const CAPABILITY: &str = "secrets:exec";
+
+/// What resolving one reference gave.
+#[derive(Clone)]
+pub struct ToolSecret {
+    /// The value.
+    pub value: Vec<u8>,
+    /// Whether it is a secret (from a secret provider), traced on the way out,
+    /// or plain configuration (from the environment), which is not.
+    pub secret: bool,
+}
+
+impl std::fmt::Debug for ToolSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSecret")
+            .field("value", &"(redacted)")
+            .field("secret", &self.secret)
+            .finish()
+    }
+}
+
+/// Resolves `ref+<provider>:<reference>` for tools. Implemented over
+/// `spec.providers` by [`crate::secrets::ProviderSecrets`].
+pub trait ToolSecrets: Send + Sync {
+    /// The value behind `reference` of `provider`, or why there is none (a
+    /// message that names no value).
+    fn resolve(&self, provider: &str, reference: &str) -> Result<ToolSecret, String>;
+}
+
+/// Shared handle to a [`ToolSecrets`].
+pub type SharedToolSecrets = Arc<dyn ToolSecrets>;
+
+/// The secret values one call has handed to tools.
+#[derive(Debug, Default, Clone)]
+pub struct Revealed {
+    values: Vec<String>,
+}
+
+impl Revealed {
+    /// Shorter values are not traced.
+    pub const MIN_LEN: usize = 4;
+
+    /// Remember `value`, and its base64 form, if it is long enough to trace.
+    fn add(&mut self, value: &str) {
+        if value.len() < Self::MIN_LEN || self.values.iter().any(|v| v == value) {
+            return;
+        }
+        self.values.push(value.to_owned());
+        self.values
+            .push(base64::engine::general_purpose::STANDARD.encode(value));
+    }
+
+    /// Whether nothing was revealed.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// Whether `text` holds a revealed value.
+    pub fn found_in(&self, text: &str) -> bool {
+        self.values
+            .iter()
+            .any(|value| text.contains(value.as_str()))
+    }
+
+    /// `text` with every revealed value replaced by `(redacted)`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        // Longest first, so a value inside another is not left half shown.
+        let mut values: Vec<&String> = self.values.iter().collect();
+        values.sort_by_key(|value| std::cmp::Reverse(value.len()));
+        for value in values {
+            if text.contains(value.as_str()) {
+                text = text.replace(value.as_str(), "(redacted)");
+            }
+        }
+        text
+    }
+
+    /// The diagnostics with their messages redacted.
+    pub fn redact_diagnostics(&self, diagnostics: &mut [Diagnostic]) {
+        for diagnostic in diagnostics {
+            diagnostic.message = self.redact(&diagnostic.message);
+        }
+    }
+
+    /// `error` with every message in it redacted.
+    pub fn redact_error(&self, error: PluginError) -> PluginError {
+        if self.is_empty() {
+            return error;
+        }
+        match error {
+            PluginError::InvalidConfig(mut list) => {
+                self.redact_diagnostics(&mut list);
+                PluginError::InvalidConfig(list)
+            }
+            PluginError::InvalidInput(mut list) => {
+                self.redact_diagnostics(&mut list);
+                PluginError::InvalidInput(list)
+            }
+            PluginError::NotFound(text) => PluginError::NotFound(self.redact(&text)),
+            PluginError::CapabilityDenied(text) => {
+                PluginError::CapabilityDenied(self.redact(&text))
+            }
+            PluginError::ToolFailed(mut failure) => {
+                failure.stderr_tail = self.redact(&failure.stderr_tail);
+                PluginError::ToolFailed(failure)
+            }
+            PluginError::Network(text) => PluginError::Network(self.redact(&text)),
+            PluginError::Timeout(text) => PluginError::Timeout(self.redact(&text)),
+            PluginError::Other(text) => PluginError::Other(self.redact(&text)),
+        }
+    }
+}
+
+/// Resolve the references among the values of `env`, for a run of `tool` by
+/// `plugin`. Secret values are added to `revealed`.
+pub fn resolve_env(
+    plugin: &str,
+    tool: &str,
+    capabilities: &Capabilities,
+    secrets: Option<&dyn ToolSecrets>,
+    env: &mut [(String, String)],
+    revealed: &mut Revealed,
+) -> Result<(), PluginError> {
+    for (key, value) in env.iter_mut() {
+        let Some((provider, reference)) = crate::secrets::parse(value) else {
+            continue;
+        };
+        if !capabilities.allows(CAPABILITY) {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{plugin}` passed a secret reference to `{tool}` in `{key}`: capability `{CAPABILITY}` is not granted (effective: {capabilities})"
+            )));
+        }
+        let Some(secrets) = secrets else {
+            // `tazuna build`: the tool sees the reference itself.
+            continue;
+        };
+        let resolved = secrets
+            .resolve(provider, reference)
+            .map_err(|message| PluginError::NotFound(format!("`{key}` for `{tool}`: {message}")))?;
+        let text = String::from_utf8(resolved.value).map_err(|_| {
+            PluginError::Other(format!(
+                "`{key}` for `{tool}`: provider `{provider}` gave a value that is not UTF-8 text, which an environment variable cannot hold"
+            ))
+        })?;
+        if resolved.secret {
+            revealed.add(&text);
+        }
+        *value = text;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed;
+
+    impl ToolSecrets for Fixed {
+        fn resolve(&self, provider: &str, reference: &str) -> Result<ToolSecret, String> {
+            match (provider, reference) {
+                ("ops", "TOKEN") => Ok(ToolSecret {
+                    value: b"s3cr3t-token".to_vec(),
+                    secret: true,
+                }),
+                ("env", "EMAIL") => Ok(ToolSecret {
+                    value: b"ops@example.com".to_vec(),
+                    secret: false,
+                }),
+                _ => Err(format!("provider `{provider}` has no `{reference}`")),
+            }
+        }
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn references_resolve_only_with_the_grant_and_secrets_are_remembered() {
+        let granted = Capabilities::effective(&[CAPABILITY.into()], &[CAPABILITY.into()]);
+        let mut vars = env(&[
+            ("A", "ref+ops:TOKEN"),
+            ("B", "ref+env:EMAIL"),
+            ("C", "plain"),
+        ]);
+        let mut revealed = Revealed::default();
+        resolve_env("p", "t", &granted, Some(&Fixed), &mut vars, &mut revealed).unwrap();
+        assert_eq!(
+            vars,
+            env(&[
+                ("A", "s3cr3t-token"),
+                ("B", "ops@example.com"),
+                ("C", "plain")
+            ])
+        );
+        assert!(revealed.found_in("x s3cr3t-token y"));
+        assert!(revealed.found_in("czNjcjN0LXRva2Vu"), "base64 too");
+        assert!(
+            !revealed.found_in("ops@example.com"),
+            "environment values are not secrets"
+        );
+        assert_eq!(revealed.redact("got s3cr3t-token"), "got (redacted)");
+
+        let mut vars = env(&[("A", "ref+ops:TOKEN")]);
+        let denied = resolve_env(
+            "p",
+            "t",
+            &Capabilities::none(),
+            Some(&Fixed),
+            &mut vars,
+            &mut revealed,
+        )
+        .unwrap_err();
+        assert!(matches!(denied, PluginError::CapabilityDenied(m) if m.contains("`secrets:exec`")));
+
+        // Without a resolver (`tazuna build`), the reference stays.
+        let mut vars = env(&[("A", "ref+ops:TOKEN")]);
+        resolve_env(
+            "p",
+            "t",
+            &granted,
+            None,
+            &mut vars,
+            &mut Revealed::default(),
+        )
+        .unwrap();
+        assert_eq!(vars, env(&[("A", "ref+ops:TOKEN")]));
+
+        let mut vars = env(&[("A", "ref+ops:MISSING")]);
+        let missing =
+            resolve_env("p", "t", &granted, Some(&Fixed), &mut vars, &mut revealed).unwrap_err();
+        assert!(
+            matches!(missing, PluginError::NotFound(m) if m.contains("`A` for `t`: provider `ops` has no `MISSING`"))
+        );
+    }
+
+    #[test]
+    fn short_values_are_not_traced() {
+        let mut revealed = Revealed::default();
+        revealed.add("abc");
+        assert!(revealed.is_empty());
+        assert_eq!(revealed.redact("abc"), "abc");
+    }
+}
