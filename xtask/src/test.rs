@@ -39,11 +39,8 @@ impl Test {
         step("cargo xtask build-plugins", || {
             crate::plugins::BuildPlugins::default().run()
         })?;
-        step("cargo test --workspace", || {
-            run(cargo(&root)
-                .args(["test", "--workspace", "--locked"])
-                .args(&self.cargo_args))
-        })?;
+        // First, so the plugins' host-target dependencies are built before
+        // the end-to-end tests (the template test builds new plugins with them).
         step("plugin unit tests (host target)", || {
             run(cargo(&root).args([
                 "test",
@@ -53,6 +50,11 @@ impl Test {
                 "--target",
                 host_target()?.as_str(),
             ]))
+        })?;
+        step("cargo test --workspace", || {
+            run(cargo(&root)
+                .args(["test", "--workspace", "--locked"])
+                .args(&self.cargo_args))
         })?;
         step("cargo clippy", || {
             run(cargo(&root).args([

@@ -10,6 +10,7 @@ pub mod destroy;
 pub mod init;
 pub mod plan;
 pub mod plugin;
+pub mod scaffold;
 pub mod schema;
 pub mod state;
 pub mod status;

@@ -11,9 +11,10 @@ use tazuna_engine::host::{
 use tazuna_engine::plugins::{BUILTIN_RESOLVERS, BUILTINS, PluginSet, Role};
 use tazuna_engine::report::OutputFormat;
 
+use super::scaffold::NewPlugin;
 use crate::settings::GlobalSettings;
 
-/// Inspect, pin and publish the plugins that render manifests.
+/// Inspect, pin, publish and start plugins.
 #[derive(Debug, Subcommand)]
 pub enum Plugin {
     /// List the built-in plugins (sources and secret resolvers) and those
@@ -53,6 +54,29 @@ pub enum Plugin {
         /// Where to: `oci://<registry>/<repository>:<version>`.
         reference: String,
     },
+    /// Start a new plugin: a Rust crate from the SDK's template that builds
+    /// into a component as it is.
+    ///
+    /// The directory's name is the plugin's name, the manifest `type` (or,
+    /// with `--resolver`, the provider `type`) it serves. The crate holds a
+    /// working plugin to change: a source that renders a ConfigMap from its
+    /// config, or a resolver that reads a JSON file beside tazuna.yaml, with a
+    /// unit test, and a README that shows how to build, declare and push it.
+    ///
+    /// Example: `tazuna plugin new plugins/vault --resolver`, then
+    /// `cargo build --release --target wasm32-wasip2` in it.
+    New {
+        /// The directory to create (it must not exist, or be empty).
+        dir: std::path::PathBuf,
+        /// A secret resolver (`secret-resolver-plugin` world) instead of a
+        /// source plugin.
+        #[arg(long)]
+        resolver: bool,
+        /// Depend on the SDK of a local Tazuna checkout (its `sdk/`
+        /// directory) instead of Tazuna's repository at this version's tag.
+        #[arg(long, value_name = "DIR")]
+        sdk_path: Option<std::path::PathBuf>,
+    },
 }
 
 impl Plugin {
@@ -65,6 +89,15 @@ impl Plugin {
                 component,
                 reference,
             } => push(settings, &component, &reference),
+            Self::New {
+                dir,
+                resolver,
+                sdk_path,
+            } => new(NewPlugin {
+                dir,
+                resolver,
+                sdk_path,
+            }),
         }
     }
 }
@@ -126,6 +159,28 @@ fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCod
             None => outln!("{name}: {now} (new)"),
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn new(plan: NewPlugin) -> anyhow::Result<ExitCode> {
+    let files = super::scaffold::create(&plan)?;
+    let dir = plan.dir.display();
+    outln!(
+        "created {} `{}` in {dir}: {}",
+        if plan.resolver {
+            "secret resolver"
+        } else {
+            "source plugin"
+        },
+        plan.dir
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        files.join(", ")
+    );
+    outln!(
+        "next:\n  cd {dir} && cargo test\n  cargo build --release --target wasm32-wasip2\n  then declare it in spec.plugins (see src/lib.rs)"
+    );
     Ok(ExitCode::SUCCESS)
 }
 
