@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{edit, output, plugin as component, succeed, text};
+use common::{edit, on_cluster, output, plugin as component, succeed, text};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tazuna_testkit::e2e::{self, TestCluster};
@@ -238,15 +238,7 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
         "namespace: apps",
         "namespace: default",
     );
-    succeed(
-        tazuna(root, &cache)
-            .env_remove("KUBECONFIG")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig())
-            .arg("--context")
-            .arg(cluster.context())
-            .arg("apply"),
-    );
+    succeed(on_cluster(&mut tazuna(root, &cache), &cluster).arg("apply"));
     let live = succeed(
         cluster
             .kubectl()
@@ -406,16 +398,8 @@ spec:
         return;
     };
     drop(registry);
-    let in_cluster = |command: &mut Command| {
-        command
-            .env_remove("KUBECONFIG")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig())
-            .arg("--context")
-            .arg(cluster.context());
-    };
     let mut apply = tazuna(root, &cache);
-    in_cluster(&mut apply);
+    on_cluster(&mut apply, &cluster);
     let applied = succeed(apply.arg("apply"));
     assert!(
         !text(&applied).contains("MIIB-e2e-resolver"),
@@ -448,7 +432,7 @@ spec:
     .unwrap();
     std::fs::write(root.join("tazuna.yaml"), file("escape.yaml")).unwrap();
     let mut plan = tazuna(root, &cache);
-    in_cluster(&mut plan);
+    on_cluster(&mut plan, &cluster);
     let stderr = fail(plan.arg("plan"));
     assert!(
         stderr

@@ -15,6 +15,7 @@ use std::process::Command;
 
 use common::{edit, output, succeed, text, write};
 use serde_json::Value;
+use tazuna_testkit::assets::Tool;
 use tazuna_testkit::e2e::TestCluster;
 
 const ENV_VALUE: &str = "e2e-envfile-value-9f2c";
@@ -34,6 +35,16 @@ fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
         .arg("--context")
         .arg(cluster.context());
     command
+}
+
+/// The stand-in `op` at `root/fake-op`, a shell script with `body`.
+fn fake_op(root: &Path, body: &str) {
+    write(root, "fake-op", &format!("#!/bin/sh\n{body}"));
+    let mut permissions = std::fs::metadata(root.join("fake-op"))
+        .unwrap()
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(root.join("fake-op"), permissions).unwrap();
 }
 
 fn secret_value(cluster: &TestCluster, name: &str, key: &str) -> String {
@@ -67,18 +78,12 @@ fn references_resolve_on_the_way_to_the_cluster_and_nowhere_else() {
     );
     // Stands in for the 1Password CLI: signed in through the token, it
     // answers exactly the read Tazuna should ask for, and fails otherwise.
-    write(
+    fake_op(
         root,
-        "fake-op",
         &format!(
-            "#!/bin/sh\nif [ \"$OP_SERVICE_ACCOUNT_TOKEN\" != e2e-token ]; then echo 'not signed in' >&2; exit 1; fi\nif [ \"$*\" = \"read --no-newline --account my.1password.com op://Platform/db/password\" ]; then printf '%s' '{OP_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
+            "if [ \"$OP_SERVICE_ACCOUNT_TOKEN\" != e2e-token ]; then echo 'not signed in' >&2; exit 1; fi\nif [ \"$*\" = \"read --no-newline --account my.1password.com op://Platform/db/password\" ]; then printf '%s' '{OP_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
         ),
     );
-    let mut permissions = std::fs::metadata(root.join("fake-op"))
-        .unwrap()
-        .permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(root.join("fake-op"), permissions).unwrap();
     write(
         root,
         "app/secret.yaml",
@@ -228,10 +233,7 @@ fn token_chart(root: &Path, leak: bool) {
 
 #[test]
 fn helmfile_vars_from_env_and_op_reach_the_tool_and_secret_values_only_land_in_secrets() {
-    let Some(tools) = tazuna_testkit::e2e::tools(&[
-        tazuna_testkit::assets::Tool::Helm,
-        tazuna_testkit::assets::Tool::Helmfile,
-    ]) else {
+    let Some(tools) = tazuna_testkit::e2e::tools(&[Tool::Helm, Tool::Helmfile]) else {
         return;
     };
     let Some(cluster) = TestCluster::start("tool-secrets") else {
@@ -241,18 +243,12 @@ fn helmfile_vars_from_env_and_op_reach_the_tool_and_secret_values_only_land_in_s
     let root = dir.path();
     // Stands in for the 1Password CLI (see the file's note): it answers the
     // one read a `from: op` var asks for, with no account given.
-    write(
+    fake_op(
         root,
-        "fake-op",
         &format!(
-            "#!/bin/sh\nif [ \"$*\" = \"read --no-newline op://Platform/acme/token\" ]; then printf '%s' '{TOKEN_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
+            "if [ \"$*\" = \"read --no-newline op://Platform/acme/token\" ]; then printf '%s' '{TOKEN_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
         ),
     );
-    let mut permissions = std::fs::metadata(root.join("fake-op"))
-        .unwrap()
-        .permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(root.join("fake-op"), permissions).unwrap();
     token_chart(root, false);
     write(
         root,
@@ -293,22 +289,22 @@ spec:
       namespace: default
 ",
     );
-    let run = |args: &[&str]| {
+    // Tazuna with the real helm and helmfile, and the variables the vars
+    // read (without `E2E_ACME_EMAIL` when `email` is false).
+    let command = |email: bool| {
         let mut command = tazuna(&cluster, root);
         command
-            .env(
-                "TAZUNA_TOOL_HELM",
-                tools.path(tazuna_testkit::assets::Tool::Helm),
-            )
-            .env(
-                "TAZUNA_TOOL_HELMFILE",
-                tools.path(tazuna_testkit::assets::Tool::Helmfile),
-            )
-            .env("E2E_ACME_EMAIL", EMAIL_VALUE)
-            .env("E2E_CI_TOKEN", ENV_VALUE)
-            .args(args);
-        output(&mut command)
+            .env("TAZUNA_TOOL_HELM", tools.path(Tool::Helm))
+            .env("TAZUNA_TOOL_HELMFILE", tools.path(Tool::Helmfile))
+            .env("E2E_CI_TOKEN", ENV_VALUE);
+        if email {
+            command.env("E2E_ACME_EMAIL", EMAIL_VALUE);
+        } else {
+            command.env_remove("E2E_ACME_EMAIL");
+        }
+        command
     };
+    let run = |args: &[&str]| output(command(true).args(args));
 
     // build resolves nothing: helmfile renders the references themselves.
     let built = run(&["build"]);
@@ -360,20 +356,7 @@ spec:
 
     // An unset variable is named.
     token_chart(root, false);
-    let mut command = tazuna(&cluster, root);
-    command
-        .env(
-            "TAZUNA_TOOL_HELM",
-            tools.path(tazuna_testkit::assets::Tool::Helm),
-        )
-        .env(
-            "TAZUNA_TOOL_HELMFILE",
-            tools.path(tazuna_testkit::assets::Tool::Helmfile),
-        )
-        .env("E2E_CI_TOKEN", ENV_VALUE)
-        .env_remove("E2E_ACME_EMAIL")
-        .arg("plan");
-    let unset = output(&mut command);
+    let unset = output(command(false).arg("plan"));
     assert_eq!(unset.status.code(), Some(1), "{}", text(&unset));
     assert!(
         text(&unset).contains("environment variable `E2E_ACME_EMAIL` is not set"),

@@ -51,11 +51,7 @@ fn tazuna(tools: &Tools, dir: &Path) -> Command {
 }
 
 fn on(command: &mut Command, cluster: &TestCluster) {
-    command
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig())
-        .arg("--context")
-        .arg(cluster.context());
+    common::on_cluster(command, cluster);
 }
 
 /// The test chart of the harness (a Deployment and a ConfigMap).

@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{output, root, succeed, text, write};
+use common::{on_cluster, output, root, succeed, text, write};
 use serde_json::Value;
 use tazuna_testkit::e2e::TestCluster;
 
@@ -190,15 +190,7 @@ spec:
     std::fs::write(project.join("tazuna.yaml"), config).unwrap();
 
     // Applied to a cluster, kubectl sees what each gave.
-    let applied = succeed(
-        tazuna()
-            .env_remove("KUBECONFIG")
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig())
-            .arg("--context")
-            .arg(cluster.context())
-            .arg("apply"),
-    );
+    let applied = succeed(on_cluster(&mut tazuna(), &cluster).arg("apply"));
     assert!(!text(&applied).contains(SECRET));
     let live = succeed(cluster.kubectl().args([
         "-n",

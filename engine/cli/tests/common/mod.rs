@@ -156,3 +156,17 @@ pub fn write(dir: &Path, path: &str, content: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, content).unwrap();
 }
+
+/// Point `command` at `cluster`: its kubeconfig and context, never the
+/// user's `KUBECONFIG`.
+pub fn on_cluster<'a>(
+    command: &'a mut Command,
+    cluster: &tazuna_testkit::e2e::TestCluster,
+) -> &'a mut Command {
+    command
+        .env_remove("KUBECONFIG")
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig())
+        .arg("--context")
+        .arg(cluster.context())
+}
