@@ -832,3 +832,175 @@ spec:
     assert!(said.contains("name: hello-hello"), "{}", text(&logged_in));
     assert!(!said.contains("s3cret"), "the password is never shown");
 }
+
+/// A static HTTP server that wants a basic-auth login, over the files in
+/// `dir`: a classic chart repository is an `index.yaml` and chart archives, so
+/// Python's `http.server` with a login check serves one as any web server
+/// would. Killed on drop.
+struct ChartRepository {
+    child: std::process::Child,
+    url: String,
+}
+
+impl ChartRepository {
+    fn serve(dir: &Path, user: &str, password: &str) -> Option<Self> {
+        use base64::Engine as _;
+        use std::io::BufRead as _;
+        let python = tazuna_testkit::assets::which("python3")?;
+        let expected =
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        let script = format!(
+            r#"
+import functools, http.server, sys
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        if self.headers.get("Authorization") != "Basic {expected}":
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="charts"')
+            self.end_headers()
+            return
+        super().do_GET()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=sys.argv[1]))
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#
+        );
+        let mut child = Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take()?)
+            .read_line(&mut line)
+            .ok()?;
+        let port: u16 = line.trim().parse().ok()?;
+        Some(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+}
+
+impl Drop for ChartRepository {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_chart_from_a_repository_that_needs_a_login_uses_helm_repo_add() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let home = root.join("home");
+    let charts = root.join("charts");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&charts).unwrap();
+    let helm = |args: &[&str]| {
+        let mut command = Command::new(&tools.helm);
+        command
+            .current_dir(root)
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("HELM_REPOSITORY_CONFIG")
+            .env_remove("HELM_REPOSITORY_CACHE")
+            .args(args);
+        succeed(&mut command)
+    };
+    helm(&[
+        "package",
+        chart().to_str().unwrap(),
+        "--destination",
+        charts.to_str().unwrap(),
+    ]);
+    let Some(repository) = ChartRepository::serve(&charts, "robot", "s3cret-pass") else {
+        assert!(
+            std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
+            "python3 is needed to serve the chart repository"
+        );
+        eprintln!("skipped: no python3 to serve a chart repository");
+        return;
+    };
+    helm(&[
+        "repo",
+        "index",
+        charts.to_str().unwrap(),
+        "--url",
+        &repository.url,
+    ]);
+    write(
+        root,
+        "project/tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: hello
+      type: helm
+      namespace: hello
+      helm:
+        repo: acme
+        chart: hello
+        version: 0.1.0
+",
+    );
+    let project = root.join("project");
+    let build = || {
+        let mut command = tazuna(&tools, &project);
+        command
+            .env("HOME", &home)
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("HELM_REPOSITORY_CONFIG")
+            .env_remove("HELM_REPOSITORY_CACHE")
+            .arg("build");
+        output(&mut command)
+    };
+
+    // Before `helm repo add`, helm does not know `acme`, and says so.
+    let unknown = build();
+    assert_eq!(unknown.status.code(), Some(1), "{}", text(&unknown));
+    assert!(
+        text(&unknown).contains("plugin `helm` failed") && text(&unknown).contains("acme"),
+        "{}",
+        text(&unknown)
+    );
+
+    // After it (with the login), the chart renders from the repository.
+    helm(&[
+        "repo",
+        "add",
+        "acme",
+        &repository.url,
+        "--username",
+        "robot",
+        "--password",
+        "s3cret-pass",
+    ]);
+    let built = build();
+    assert!(built.status.success(), "{}", text(&built));
+    assert!(
+        String::from_utf8_lossy(&built.stdout).contains("name: hello-hello"),
+        "{}",
+        text(&built)
+    );
+    assert!(
+        !text(&built).contains("s3cret"),
+        "the password is never shown"
+    );
+    // The version is pinned for the repository chart.
+    let lock = std::fs::read_to_string(project.join("tazuna.lock")).unwrap();
+    assert!(
+        lock.contains("acme/hello") && lock.contains("0.1.0"),
+        "{lock}"
+    );
+}

@@ -629,6 +629,39 @@ pub fn helm_registry_config() -> Option<PathBuf> {
     .find(|path| path.is_file())
 }
 
+/// The chart repositories `helm repo add` recorded, for helm to find a chart
+/// named `<repository>/<chart>` with the repository's login:
+/// `HELM_REPOSITORY_CONFIG` (`$HELM_REPOSITORY_CONFIG`, else helm's
+/// `repositories.yaml` under `$XDG_CONFIG_HOME` or `~/.config`) and
+/// `HELM_REPOSITORY_CACHE` (`$HELM_REPOSITORY_CACHE`, else helm's
+/// `repository` directory under `$XDG_CACHE_HOME` or `~/.cache`), the ones
+/// that exist.
+pub fn helm_repositories() -> Vec<(&'static str, PathBuf)> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let base = |xdg: &str, fallback: &str| {
+        std::env::var_os(xdg)
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|home| home.join(fallback)))
+    };
+    let config = std::env::var_os("HELM_REPOSITORY_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| {
+            base("XDG_CONFIG_HOME", ".config").map(|dir| dir.join("helm/repositories.yaml"))
+        })
+        .filter(|path| path.is_file());
+    let cache = std::env::var_os("HELM_REPOSITORY_CACHE")
+        .map(PathBuf::from)
+        .or_else(|| base("XDG_CACHE_HOME", ".cache").map(|dir| dir.join("helm/repository")))
+        .filter(|path| path.is_dir());
+    [
+        ("HELM_REPOSITORY_CONFIG", config),
+        ("HELM_REPOSITORY_CACHE", cache),
+    ]
+    .into_iter()
+    .filter_map(|(key, path)| Some((key, path?)))
+    .collect()
+}
+
 /// The basic-auth entry for `registry` in a docker config file.
 fn docker_auth(config: &str, registry: &str) -> Option<RegistryAuth> {
     use base64::Engine as _;

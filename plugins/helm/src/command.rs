@@ -32,10 +32,13 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
     match template.chart {
         Chart::Local { directory, .. } => args.push(directory.clone()),
         Chart::Oci(reference) => args.push(reference.clone()),
-        Chart::Repository { repo, name } => {
+        Chart::Repository { repo, name } if repo.contains("://") => {
             args.push(name.clone());
             args.push(format!("--repo={repo}"));
         }
+        // A repository `helm repo add` recorded: helm finds it, and its
+        // login, in the files the host hands it.
+        Chart::Repository { repo, name } => args.push(format!("{repo}/{name}")),
     }
     if let Some(version) = &config.version {
         args.push(format!("--version={version}"));
@@ -111,6 +114,28 @@ mod tests {
                 "--values=/manifest/prod.yaml",
                 "--values=/scratch/tazuna-values.json",
             ]
+        );
+    }
+
+    #[test]
+    fn a_repository_name_from_helm_repo_add_prefixes_the_chart() {
+        let chart = Chart::Repository {
+            repo: "acme".into(),
+            name: "hello".into(),
+        };
+        let config = config(r#"{"version": "0.1.0"}"#);
+        let args = template_args(&Template {
+            release: "hello",
+            chart: &chart,
+            config: &config,
+            namespace: None,
+            cluster: None,
+            values_files: Vec::new(),
+        });
+        assert_eq!(args[..3], ["template", "hello", "acme/hello"]);
+        assert!(
+            !args.iter().any(|arg| arg.starts_with("--repo")),
+            "{args:?}"
         );
     }
 

@@ -12,7 +12,8 @@ pub struct Config {
     /// A remote chart: `oci://registry/repo/chart`, or a chart name in `repo`. Leave it out for
     /// a chart in this repository, named by the manifest's `path`.
     pub chart: Option<String>,
-    /// The chart repository URL (`https://charts.example.com`) when `chart` is a name.
+    /// The chart repository when `chart` is a name: its URL (`https://charts.example.com`), or
+    /// the name `helm repo add` gave it (`bitnami`), whose login helm then uses.
     pub repo: Option<String>,
     /// The chart version, or a constraint such as `~1.2`. Required for a remote chart, so every
     /// run renders the same chart.
@@ -44,6 +45,14 @@ fn yes() -> bool {
     true
 }
 
+/// Whether `repo` can be a name `helm repo add` gave a repository.
+fn is_repository_name(repo: &str) -> bool {
+    !repo.is_empty()
+        && repo
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
 /// Where the chart comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Chart {
@@ -58,7 +67,7 @@ pub enum Chart {
     Oci(String),
     /// A chart name in a repository.
     Repository {
-        /// The repository URL.
+        /// The repository's URL, or the name `helm repo add` gave it.
         repo: String,
         /// The chart's name there.
         name: String,
@@ -83,6 +92,13 @@ impl Config {
                 Diagnostic::error("`repo` needs `chart`: the chart's name in that repository")
                     .at("/chart"),
             ),
+            (Some(_), Some(repo)) if !repo.contains("://") && !is_repository_name(repo) => found
+                .push(
+                    Diagnostic::error(format!(
+                        "`repo: {repo}` is neither a URL nor a repository name from `helm repo add` (letters, digits, `.`, `_` and `-`)"
+                    ))
+                    .at("/repo"),
+                ),
             _ => {}
         }
         if self.chart.is_some() && self.version.as_deref().is_none_or(str::is_empty) {
@@ -210,6 +226,24 @@ mod tests {
                 name: "nginx".into()
             }
         );
+    }
+
+    #[test]
+    fn repo_is_a_url_or_a_repository_name() {
+        for ok in [
+            r#""https://charts.example""#,
+            r#""bitnami""#,
+            r#""my.repo_1-x""#,
+        ] {
+            let config = config(&format!(
+                r#"{{"chart": "nginx", "repo": {ok}, "version": "1"}}"#
+            ));
+            assert!(config.check().is_empty(), "{ok}");
+        }
+        let bad = config(r#"{"chart": "nginx", "repo": "charts example", "version": "1"}"#);
+        let found = bad.check();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].path.as_deref(), Some("/repo"));
     }
 
     #[test]

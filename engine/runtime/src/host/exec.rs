@@ -5,8 +5,9 @@
 //! make the tool run other programs, maps guest paths in arguments and the working
 //! directory to host paths inside the preopened directories, scrubs the
 //! environment (passing only `PATH`, `HOME`, the path of the user's registry
-//! logins, `HELM_REGISTRY_CONFIG`, and the sign-in variables a tool such as
-//! `op` needs), and enforces a timeout and an output cap.
+//! logins, `HELM_REGISTRY_CONFIG`, to `helm` the repositories `helm repo add`
+//! recorded, and the sign-in variables a tool such as `op` needs), and
+//! enforces a timeout and an output cap.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -123,6 +124,13 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
     // file lies outside the plugin's preopens.
     if let Some(logins) = crate::distribution::helm_registry_config() {
         child.env("HELM_REGISTRY_CONFIG", logins);
+    }
+    // `helm` alone gets the repositories `helm repo add` recorded, with their
+    // logins: helmfile would add its own repositories to the user's file.
+    if tool == "helm" {
+        for (key, path) in crate::distribution::helm_repositories() {
+            child.env(key, path);
+        }
     }
     for (key, value) in passed_environment(tool) {
         child.env(key, value);

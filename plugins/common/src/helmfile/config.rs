@@ -173,10 +173,9 @@ impl Config {
             .filter_map(|(name, var)| {
                 let reference = match (var.from, &var.env, &var.op) {
                     (From::Env, Some(env), _) => format!("ref+env:{env}"),
-                    (From::Op, _, Some(op)) => format!(
-                        "ref+default-op:op://{}/{}/{}",
-                        op.vault, op.item, op.field
-                    ),
+                    (From::Op, _, Some(op)) => {
+                        format!("ref+default-op:op://{}/{}/{}", op.vault, op.item, op.field)
+                    }
                     _ => return None,
                 };
                 Some((name.as_str(), reference))
@@ -263,7 +262,10 @@ mod tests {
             config.referenced_vars(),
             [
                 ("email", "ref+env:ACME_EMAIL".to_owned()),
-                ("token", "ref+default-op:op://Platform/acme/token".to_owned())
+                (
+                    "token",
+                    "ref+default-op:op://Platform/acme/token".to_owned()
+                )
             ]
         );
         assert_eq!(
