@@ -264,6 +264,34 @@ mod tests {
     }
 
     #[test]
+    fn errors_and_diagnostics_lose_the_value_but_keep_the_rest() {
+        let mut revealed = Revealed::default();
+        revealed.add("s3cr3t-token");
+        let failure = revealed.redact_error(PluginError::ToolFailed(
+            super::super::bindings::types::ToolFailure {
+                tool: "helmfile".into(),
+                exit_code: Some(1),
+                stderr_tail: "bad token s3cr3t-token for api".into(),
+            },
+        ));
+        assert!(
+            matches!(&failure, PluginError::ToolFailed(f) if f.stderr_tail == "bad token (redacted) for api"),
+            "{failure:?}"
+        );
+        let invalid = revealed.redact_error(PluginError::InvalidInput(vec![Diagnostic {
+            severity: super::super::bindings::types::Severity::Error,
+            message: "line `czNjcjN0LXRva2Vu` is not YAML".into(),
+            path: Some("a.yaml".into()),
+        }]));
+        assert!(
+            matches!(&invalid, PluginError::InvalidInput(d) if d[0].message == "line `(redacted)` is not YAML"),
+            "base64 too: {invalid:?}"
+        );
+        let other = revealed.redact_error(PluginError::Other("no secret here".into()));
+        assert!(matches!(other, PluginError::Other(m) if m == "no secret here"));
+    }
+
+    #[test]
     fn short_values_are_not_traced() {
         let mut revealed = Revealed::default();
         revealed.add("abc");
