@@ -359,7 +359,9 @@ spec:
     let unset = output(command(false).arg("plan"));
     assert_eq!(unset.status.code(), Some(1), "{}", text(&unset));
     assert!(
-        text(&unset).contains("environment variable `E2E_ACME_EMAIL` is not set"),
+        text(&unset).contains(
+            "plugin `helmfile` failed: not found: var `email`: environment variable `E2E_ACME_EMAIL` is not set"
+        ),
         "{}",
         text(&unset)
     );

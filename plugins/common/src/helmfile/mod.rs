@@ -119,12 +119,17 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     // tool starts, and a template helmfile renders reads it from there.
     let referenced = config.referenced_vars();
     let mut tool_env = Vec::new();
+    let mut var_names = Vec::new();
     if !referenced.is_empty() {
         let mut template = String::new();
         for (index, (name, reference)) in referenced.into_iter().enumerate() {
             let variable = format!("{VAR_PREFIX}{index}");
             let key = serde_json::to_string(name).map_err(PluginError::other)?;
             template.push_str(&format!("{key}: {{{{ env \"{variable}\" | toJson }}}}\n"));
+            var_names.push((
+                format!("`{variable}` for `helmfile`"),
+                format!("var `{name}`"),
+            ));
             tool_env.push((variable, reference));
         }
         state_values_files.push(write(REFERENCED_VALUES_FILE, template)?);
@@ -145,7 +150,15 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     for (key, value) in tool_env {
         command = command.env(key, value);
     }
-    command.run_checked()?;
+    // The host names the variable it could not fill; the user knows the var.
+    command.run_checked().map_err(|error| match error {
+        PluginError::NotFound(message) => {
+            PluginError::NotFound(var_names.iter().fold(message, |message, (variable, var)| {
+                message.replace(variable, var)
+            }))
+        }
+        other => other,
+    })?;
     let mut rendered = RenderOutput::new(Vec::new());
     for release in releases::read(Path::new(&output_dir)).map_err(PluginError::other)? {
         let read = release.read;
