@@ -187,7 +187,24 @@ spec:
         "{}",
         text(&checked)
     );
+    // A source plugin named as a provider's type is refused by `check`.
+    std::fs::write(
+        project.join("tazuna.yaml"),
+        config.replace(
+            "      type: vault\n      vault:\n        file: secrets.json",
+            "      type: greeter",
+        ),
+    )
+    .unwrap();
+    let checked = output(tazuna().arg("check"));
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
+    assert!(
+        text(&checked).contains("a secret resolver must target the WIT world `tazuna:plugin/secret-resolver-plugin@0.1.0`"),
+        "{}",
+        text(&checked)
+    );
     std::fs::write(project.join("tazuna.yaml"), config).unwrap();
+    assert!(output(tazuna().arg("check")).status.success());
 
     // Applied to a cluster, kubectl sees what each gave.
     let applied = succeed(on_cluster(&mut tazuna(), &cluster).arg("apply"));

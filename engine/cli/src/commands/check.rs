@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use clap::Args;
 use tazuna_core::config::Manifest;
 use tazuna_core::graph;
+use tazuna_engine::distribution::Resolve;
 use tazuna_engine::host::{Severity, locate_tool, tool_env_var};
-use tazuna_engine::plugins::PluginSet;
+use tazuna_engine::plugins::{PluginSet, Role};
 use tazuna_engine::render::{self, PathProblem};
 use tazuna_engine::report::OutputFormat;
 
@@ -17,8 +18,9 @@ use crate::settings::GlobalSettings;
 ///
 /// Checks the file's structure (unknown fields, types, names, `dependsOn`
 /// targets and cycles, includes, environments), that every manifest's `type`
-/// has a plugin and its `path` exists, and asks each plugin to validate its
-/// manifest's config. Errors point at the file, line and column.
+/// has a plugin and its `path` exists, asks each plugin to validate its
+/// manifest's config, and loads the secret-resolver plugins providers name.
+/// Errors point at the file, line and column.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  tazuna check\n  tazuna check -f clusters/production/tazuna.yaml -e production"
@@ -31,6 +33,15 @@ impl Check {
         let config = super::load_config(settings)?;
         let manifests: Vec<_> = config.manifests.iter().collect();
         let (host, plugins) = super::load_plugins(settings, &config, &manifests)?;
+        // A provider whose type names a plugin needs a secret resolver there:
+        // loading it now finds a wrong world before a run needs a value.
+        let resolvers: Vec<(&str, Role)> = super::declared_roles(&config)
+            .into_iter()
+            .filter(|(_, role)| *role == Role::Resolver)
+            .collect();
+        if !resolvers.is_empty() {
+            super::load_plugin_set(settings, &config, &host, &resolvers, Resolve::Pinned)?;
+        }
 
         let mut problems = Vec::new();
         for manifest in &manifests {
