@@ -173,8 +173,30 @@ spec:
         Some("tazuna:plugin/secret-resolver-plugin@0.1.0")
     );
 
-    // The template's validation reaches `tazuna check`.
+    // A resolver that no provider names yet is still listed, in its world.
     let config = std::fs::read_to_string(project.join("tazuna.yaml")).unwrap();
+    std::fs::write(
+        project.join("tazuna.yaml"),
+        config.replace(
+            "  providers:\n    - name: team\n      type: vault\n      vault:\n        file: secrets.json\n",
+            "",
+        ),
+    )
+    .unwrap();
+    let listed = succeed(tazuna().args(["plugin", "list", "-o", "json"]));
+    let unused: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert!(
+        unused
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|row| row["name"] == "vault"
+                && row["world"] == "tazuna:plugin/secret-resolver-plugin@0.1.0"),
+        "{unused:#}"
+    );
+    std::fs::write(project.join("tazuna.yaml"), &config).unwrap();
+
+    // The template's validation reaches `tazuna check`.
     std::fs::write(
         project.join("tazuna.yaml"),
         config.replace("LOG_LEVEL: debug", "\"not ok\": debug"),

@@ -121,14 +121,18 @@ pub enum Role {
     Source,
     /// The `secret-resolver-plugin` world.
     Resolver,
+    /// Whichever world the component targets: a declared plugin that no
+    /// manifest or provider names yet (`plugin list`, `plugin update`).
+    Either,
 }
 
 impl Role {
-    /// The WIT world a component in this role targets.
-    pub fn world(self) -> &'static str {
+    /// The WIT world a component in this role targets, if the role says.
+    pub fn world(self) -> Option<&'static str> {
         match self {
-            Self::Source => SOURCE_WORLD,
-            Self::Resolver => RESOLVER_WORLD,
+            Self::Source => Some(SOURCE_WORLD),
+            Self::Resolver => Some(RESOLVER_WORLD),
+            Self::Either => None,
         }
     }
 }
@@ -155,50 +159,76 @@ impl PluginSet {
         let mut set = Self::default();
         for &(kind, role) in wanted {
             let decl = declared.iter().find(|d| d.name == kind);
+            let fetched = fetched.get(kind);
             match role {
-                Role::Source if !set.plugins.contains_key(kind) => {
-                    let plugin = if let Some(decl) = decl {
-                        let bytes = declared_bytes(decl, fetched.get(kind))?;
-                        let plugin =
-                            host.load_source(&decl.name, &bytes, Grants::List(&decl.grants))?;
-                        check_declared(
-                            decl,
-                            fetched.get(kind),
-                            plugin.info(),
-                            plugin.capabilities(),
-                        )?;
-                        plugin
-                    } else if let Some(builtin) = BUILTINS.iter().find(|b| b.name == kind) {
-                        host.load_source(builtin.name, builtin.component, Grants::Requested)?
-                    } else {
-                        continue;
-                    };
-                    set.plugins.insert(kind.to_owned(), plugin);
-                }
-                Role::Resolver if !set.resolvers.contains_key(kind) => {
-                    let resolver = if let Some(decl) = decl {
-                        let bytes = declared_bytes(decl, fetched.get(kind))?;
-                        let resolver =
-                            host.load_resolver(&decl.name, &bytes, Grants::List(&decl.grants))?;
-                        check_declared(
-                            decl,
-                            fetched.get(kind),
-                            resolver.info(),
-                            resolver.capabilities(),
-                        )?;
-                        resolver
-                    } else if let Some(builtin) = BUILTIN_RESOLVERS.iter().find(|b| b.name == kind)
-                    {
-                        host.load_resolver(builtin.name, builtin.component, Grants::Requested)?
-                    } else {
-                        continue;
-                    };
-                    set.resolvers.insert(kind.to_owned(), resolver);
-                }
-                Role::Source | Role::Resolver => {}
+                Role::Source => set.load_source(host, kind, decl, fetched)?,
+                Role::Resolver => set.load_resolver(host, kind, decl, fetched)?,
+                // Not a source: a resolver, or (when it is neither) the
+                // source's error.
+                Role::Either => match set.load_source(host, kind, decl, fetched) {
+                    Err(not_a_source @ PluginLoadError::Host(HostError::Load { .. })) => {
+                        match set.load_resolver(host, kind, decl, fetched) {
+                            Err(PluginLoadError::Host(HostError::Load { .. })) => {
+                                return Err(not_a_source);
+                            }
+                            other => other?,
+                        }
+                    }
+                    other => other?,
+                },
             }
         }
         Ok(set)
+    }
+
+    /// Load the source plugin for manifest type `kind`: declared, else built in.
+    fn load_source(
+        &mut self,
+        host: &PluginHost,
+        kind: &str,
+        decl: Option<&Plugin>,
+        fetched: Option<&Fetched>,
+    ) -> Result<(), PluginLoadError> {
+        if self.plugins.contains_key(kind) {
+            return Ok(());
+        }
+        let plugin = if let Some(decl) = decl {
+            let bytes = declared_bytes(decl, fetched)?;
+            let plugin = host.load_source(&decl.name, &bytes, Grants::List(&decl.grants))?;
+            check_declared(decl, fetched, plugin.info(), plugin.capabilities())?;
+            plugin
+        } else if let Some(builtin) = BUILTINS.iter().find(|b| b.name == kind) {
+            host.load_source(builtin.name, builtin.component, Grants::Requested)?
+        } else {
+            return Ok(());
+        };
+        self.plugins.insert(kind.to_owned(), plugin);
+        Ok(())
+    }
+
+    /// Load the secret resolver for provider type `kind`: declared, else built in.
+    fn load_resolver(
+        &mut self,
+        host: &PluginHost,
+        kind: &str,
+        decl: Option<&Plugin>,
+        fetched: Option<&Fetched>,
+    ) -> Result<(), PluginLoadError> {
+        if self.resolvers.contains_key(kind) {
+            return Ok(());
+        }
+        let resolver = if let Some(decl) = decl {
+            let bytes = declared_bytes(decl, fetched)?;
+            let resolver = host.load_resolver(&decl.name, &bytes, Grants::List(&decl.grants))?;
+            check_declared(decl, fetched, resolver.info(), resolver.capabilities())?;
+            resolver
+        } else if let Some(builtin) = BUILTIN_RESOLVERS.iter().find(|b| b.name == kind) {
+            host.load_resolver(builtin.name, builtin.component, Grants::Requested)?
+        } else {
+            return Ok(());
+        };
+        self.resolvers.insert(kind.to_owned(), resolver);
+        Ok(())
     }
 
     /// The plugin serving manifest type `kind`.
@@ -242,8 +272,13 @@ pub async fn fetch_oci(
             continue;
         }
         let pin = lock.plugins.get(name);
-        let component =
-            distribution::fetch(decl, reference, pin, resolve, blobs, role.world()).await?;
+        // A plugin of either role keeps the world it was pinned with; a new
+        // pin's world is set from what loads ([`new_pins`]).
+        let world = role
+            .world()
+            .or(pin.map(|pin| pin.world.as_str()))
+            .unwrap_or(SOURCE_WORLD);
+        let component = distribution::fetch(decl, reference, pin, resolve, blobs, world).await?;
         fetched.insert(name.to_owned(), component);
     }
     Ok(fetched)
@@ -261,6 +296,11 @@ pub fn new_pins(set: &PluginSet, fetched: BTreeMap<String, Fetched>) -> Vec<(Str
                 && let Some(version) = set.version(&name)
             {
                 pin.version = version.to_owned();
+            }
+            if set.resolvers.contains_key(&name) {
+                pin.world = RESOLVER_WORLD.to_owned();
+            } else if set.plugins.contains_key(&name) {
+                pin.world = SOURCE_WORLD.to_owned();
             }
             (name, pin)
         })

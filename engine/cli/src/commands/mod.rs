@@ -61,18 +61,20 @@ pub fn load_plugins(
 }
 
 /// What each plugin of `spec.plugins` is used as: a secret resolver when a
-/// provider of `spec.providers` has its name as `type`, else a source.
+/// provider of `spec.providers` has its name as `type`, a source when a
+/// manifest does, else whichever world it targets.
 pub fn declared_roles(config: &Config) -> Vec<(&str, Role)> {
     config
         .spec
         .plugins
         .iter()
         .map(|d| {
-            let resolver = config.spec.providers.iter().any(|p| p.kind == d.name);
-            let role = if resolver {
+            let role = if config.spec.providers.iter().any(|p| p.kind == d.name) {
                 Role::Resolver
-            } else {
+            } else if config.manifests.iter().any(|m| m.kind == d.name) {
                 Role::Source
+            } else {
+                Role::Either
             };
             (d.name.as_str(), role)
         })
