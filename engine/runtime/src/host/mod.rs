@@ -43,9 +43,7 @@ pub use cache::{CompileCache, Provenance};
 pub use capabilities::Capabilities;
 pub use exec::{locate as locate_tool, tool_env_var};
 pub use resolver::ResolverPlugin;
-pub use tool_secrets::{
-    CAPABILITY as TOOL_SECRETS_CAPABILITY, Revealed, SharedToolSecrets, ToolSecret, ToolSecrets,
-};
+pub use tool_secrets::{Revealed, SharedToolSecrets, ToolSecret, ToolSecrets};
 
 use bindings::{SourcePlugin as SourceBindings, SourcePluginPre};
 use exec::{ExecContext, Mount};

@@ -22,7 +22,7 @@ use super::bindings::types::{Diagnostic, PluginError};
 use super::capabilities::Capabilities;
 
 /// The capability that lets a plugin hand secret references to its tools.
-pub const CAPABILITY: &str = "secrets:exec";
+const CAPABILITY: &str = "secrets:exec";
 
 /// What resolving one reference gave.
 #[derive(Clone)]
