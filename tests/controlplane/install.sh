@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the end-to-end tests need on a fresh machine, and nothing twice:
 #   - Debian packages: docker-registry (the OCI registry under test), skopeo (an
-#     independent OCI client), apache2-utils (htpasswd), only when missing;
+#     independent OCI client), apache2-utils (htpasswd), and python3 (a chart
+#     repository server) unless one is on PATH, only when missing;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
 #     live under ~/.cache/tazuna-dev/go/ so that rebuilds after a pin change are fast).
@@ -63,6 +64,9 @@ if [ "$do_apt" = 1 ]; then
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
       || missing+=("$pkg")
   done
+  # python3 serves the chart repository of the repository-login test; any
+  # python3 on PATH will do.
+  command -v python3 >/dev/null || missing+=(python3)
   if [ "${#missing[@]}" -gt 0 ]; then
     log "installing Debian packages: ${missing[*]}"
     sudo_cmd=()
@@ -234,7 +238,7 @@ for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_V
     echo "  $1 $2: MISSING"
   fi
 done
-for cmd in docker-registry skopeo htpasswd; do
+for cmd in docker-registry skopeo htpasswd python3; do
   p="$(command -v "$cmd" || true)"
   echo "  ${p:-$cmd: MISSING}"
 done
