@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 use tazuna_core::config::Provider;
 
-use crate::host::{HostSettings, PluginError, PluginHost, ToolSecret, ToolSecrets};
+use crate::host::{HostSettings, PluginHost, ToolSecret, ToolSecrets};
 use crate::plugins::PluginSet;
 use crate::render::{RenderError, Rendered, describe};
 
@@ -66,16 +66,11 @@ struct Found {
     reference: String,
 }
 
-/// Replace the references in every rendered Secret. A render whose reference
-/// cannot be resolved becomes a [`RenderError::Secret`] naming the object, the
-/// key and the provider; the others go on.
-pub fn resolve_all(
-    host: &PluginHost,
-    plugins: &PluginSet,
-    providers: &[Provider],
-    working_dir: &Path,
-    results: &mut [Result<Rendered, RenderError>],
-) {
+/// Replace the references in every rendered Secret, through `secrets`. A
+/// render whose reference cannot be resolved becomes a
+/// [`RenderError::Secret`] naming the object, the key and the provider; the
+/// others go on.
+pub fn resolve_all(secrets: &ProviderSecrets, results: &mut [Result<Rendered, RenderError>]) {
     let found = find(results);
     if found.is_empty() {
         return;
@@ -85,76 +80,45 @@ pub fn resolve_all(
         by_provider.entry(&item.provider).or_default().push(item);
     }
     let mut failed: BTreeMap<usize, String> = BTreeMap::new();
-    let mut values: HashMap<(String, String), Vec<u8>> = HashMap::new();
+    let mut values: HashMap<(&str, &str), Vec<u8>> = HashMap::new();
     for (provider, items) in by_provider {
-        let (kind, config, dir) = match target(providers, working_dir, provider) {
-            Some(Target::Environment) => {
+        let mut refs: Vec<String> = items.iter().map(|i| i.reference.clone()).collect();
+        refs.sort();
+        refs.dedup();
+        let answers = match secrets.resolve_each(provider, &refs) {
+            Ok(answers) => answers,
+            Err(failure) => {
                 for item in items {
-                    match from_environment(&item.reference) {
-                        Ok(value) => {
-                            values.insert((provider.to_owned(), item.reference.clone()), value);
-                        }
-                        Err(message) => {
-                            failed.entry(item.result).or_insert_with(|| {
-                                format!(
-                                    "{}: `stringData.{}`: {message}",
-                                    object_name(results, item),
-                                    item.key
-                                )
-                            });
-                        }
-                    }
-                }
-                continue;
-            }
-            Some(Target::Resolver { kind, config, dir }) => (kind, config, dir),
-            None => {
-                for item in items {
-                    failed.entry(item.result).or_insert_with(|| {
-                        format!(
-                            "{}: `stringData.{}` {}",
+                    failed.entry(item.result).or_insert_with(|| match &failure {
+                        ProviderFailure::Undeclared(why) => format!(
+                            "{}: `stringData.{}` {why}",
                             object_name(results, item),
-                            item.key,
-                            undeclared(providers, provider)
-                        )
+                            item.key
+                        ),
+                        ProviderFailure::Failed(why) => why.clone(),
                     });
                 }
                 continue;
             }
         };
-        let Some(plugin) = plugins.resolver(kind) else {
-            for item in items {
-                failed.entry(item.result).or_insert_with(|| {
-                    format!("provider `{provider}`: no resolver of type `{kind}` was loaded")
-                });
-            }
-            continue;
-        };
-        let mut refs: Vec<String> = items.iter().map(|i| i.reference.clone()).collect();
-        refs.sort();
-        refs.dedup();
-        match host.resolve(plugin, &dir, &config, &refs) {
-            Ok(answers) => {
-                for (reference, answer) in refs.iter().zip(answers) {
-                    match answer {
-                        Ok(secret) => {
-                            values.insert((provider.to_owned(), reference.clone()), secret.value);
-                        }
-                        Err(error) => {
-                            for item in items.iter().filter(|i| &i.reference == reference) {
-                                failed
-                                    .entry(item.result)
-                                    .or_insert_with(|| unresolved(results, item, &error));
-                            }
-                        }
+        for (reference, answer) in refs.iter().zip(answers) {
+            let items = items.iter().filter(|i| &i.reference == reference);
+            match answer {
+                Ok(value) => {
+                    for item in items {
+                        values.insert((&item.provider, &item.reference), value.clone());
                     }
                 }
-            }
-            Err(error) => {
-                for item in items {
-                    failed
-                        .entry(item.result)
-                        .or_insert_with(|| format!("provider `{provider}`: {error}"));
+                Err(why) => {
+                    for item in items {
+                        failed.entry(item.result).or_insert_with(|| {
+                            format!(
+                                "{}: `stringData.{}`: {why}",
+                                object_name(results, item),
+                                item.key
+                            )
+                        });
+                    }
                 }
             }
         }
@@ -163,7 +127,7 @@ pub fn resolve_all(
         if failed.contains_key(&item.result) {
             continue;
         }
-        let Some(value) = values.get(&(item.provider.clone(), item.reference.clone())) else {
+        let Some(value) = values.get(&(item.provider.as_str(), item.reference.as_str())) else {
             continue;
         };
         if let Ok(rendered) = &mut results[item.result] {
@@ -177,20 +141,6 @@ pub fn resolve_all(
         };
         results[index] = Err(RenderError::Secret { manifest, message });
     }
-}
-
-fn unresolved(
-    results: &[Result<Rendered, RenderError>],
-    item: &Found,
-    error: &PluginError,
-) -> String {
-    format!(
-        "{}: `stringData.{}`: provider `{}` could not resolve its reference: {}",
-        object_name(results, item),
-        item.key,
-        item.provider,
-        describe(error)
-    )
 }
 
 fn object_name(results: &[Result<Rendered, RenderError>], item: &Found) -> String {
@@ -265,35 +215,14 @@ fn from_environment(name: &str) -> Result<Vec<u8>, String> {
         })
 }
 
-/// The provider types whose resolvers [`resolve_all`] will call for the
-/// references in `results`: the types of the providers they name (1Password
-/// for `default-op`). Providers `spec.providers` does not declare are left
-/// out; [`resolve_all`] reports them.
-pub fn needed_types<'a>(
-    providers: &'a [Provider],
-    results: &[Result<Rendered, RenderError>],
-) -> Vec<&'a str> {
-    let mut types: Vec<&str> = find(results)
-        .iter()
-        .filter_map(
-            |item| match target(providers, Path::new("."), &item.provider)? {
-                Target::Resolver { kind, .. } => Some(kind),
-                Target::Environment => None,
-            },
-        )
-        .collect();
-    types.sort_unstable();
-    types.dedup();
-    types
-}
-
 /// Loads the resolver for a provider type, on the host given.
 pub type ResolverLoader = dyn Fn(&PluginHost, &str) -> Result<PluginSet, String> + Send + Sync;
 
-/// [`ToolSecrets`] over `spec.providers`: what a tool gets when its plugin
-/// hands it `ref+<provider>:<reference>`. Resolvers run on a host of their
-/// own and are loaded on first use by `load`; each reference is resolved once
-/// per run. `env` values are configuration, not secrets; every other
+/// The values behind references, through the providers of `spec.providers`:
+/// for rendered Secrets ([`resolve_all`]) and for tools, when a plugin hands
+/// one a reference ([`ToolSecrets`]). Resolvers run on a host of their own,
+/// started and loaded (by `load`) on first use; each reference is resolved
+/// once per run. `env` values are configuration, not secrets; every other
 /// provider's values are.
 pub struct ProviderSecrets {
     providers: Vec<Provider>,
@@ -303,13 +232,27 @@ pub struct ProviderSecrets {
     state: Mutex<ResolvedSoFar>,
 }
 
-/// Resolvers loaded and values resolved by a [`ProviderSecrets`].
+/// Why a provider gave no values at all.
+#[derive(Debug, Clone)]
+pub enum ProviderFailure {
+    /// `spec.providers` does not declare it; the text says so and lists the
+    /// providers there are.
+    Undeclared(String),
+    /// Its resolver could not be loaded or called; the text names the
+    /// provider.
+    Failed(String),
+}
+
+/// One reference's value, or why it has none (a message that names no value).
+type Answer = Result<Vec<u8>, String>;
+
+/// Resolvers loaded and answers given by a [`ProviderSecrets`].
 #[derive(Default)]
 struct ResolvedSoFar {
     /// Started on first use.
     host: Option<PluginHost>,
     resolvers: HashMap<String, PluginSet>,
-    values: HashMap<(String, String), Vec<u8>>,
+    answers: HashMap<(String, String), Answer>,
 }
 
 impl ProviderSecrets {
@@ -330,67 +273,94 @@ impl ProviderSecrets {
             state: Mutex::new(ResolvedSoFar::default()),
         }
     }
-}
 
-impl ToolSecrets for ProviderSecrets {
-    fn resolve(&self, provider: &str, reference: &str) -> Result<ToolSecret, String> {
+    /// The answers for `refs` of `provider`, in order. References not
+    /// resolved yet go to the provider's resolver in one call.
+    pub fn resolve_each(
+        &self,
+        provider: &str,
+        refs: &[String],
+    ) -> Result<Vec<Answer>, ProviderFailure> {
         let (kind, config, dir) = match target(&self.providers, &self.working_dir, provider) {
             Some(Target::Environment) => {
-                return from_environment(reference).map(|value| ToolSecret {
-                    value,
-                    secret: false,
-                });
+                return Ok(refs.iter().map(|name| from_environment(name)).collect());
             }
             Some(Target::Resolver { kind, config, dir }) => (kind, config, dir),
             None => {
-                return Err(format!(
-                    "`ref+{provider}:…` {}",
-                    undeclared(&self.providers, provider)
-                ));
+                return Err(ProviderFailure::Undeclared(undeclared(
+                    &self.providers,
+                    provider,
+                )));
             }
         };
+        let failed = |why: String| ProviderFailure::Failed(format!("provider `{provider}`: {why}"));
         let mut state = self
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let key = (provider.to_owned(), reference.to_owned());
-        if let Some(value) = state.values.get(&key) {
-            return Ok(ToolSecret {
-                value: value.clone(),
-                secret: true,
-            });
-        }
         let state = &mut *state;
-        let host = match &mut state.host {
-            Some(host) => host,
-            empty => empty.insert(
-                PluginHost::new(self.host_settings.clone()).map_err(|error| error.to_string())?,
-            ),
-        };
-        if !state.resolvers.contains_key(kind) {
-            let set = (self.load)(host, kind)
-                .map_err(|error| format!("provider `{provider}`: {error}"))?;
-            state.resolvers.insert(kind.to_owned(), set);
+        let key = |reference: &str| (provider.to_owned(), reference.to_owned());
+        let mut missing: Vec<String> = Vec::new();
+        for reference in refs {
+            if !state.answers.contains_key(&key(reference)) && !missing.contains(reference) {
+                missing.push(reference.clone());
+            }
         }
-        let plugin = state.resolvers[kind]
-            .resolver(kind)
-            .ok_or_else(|| format!("provider `{provider}`: no resolver of type `{kind}`"))?;
-        let answer = host
-            .resolve(plugin, &dir, &config, &[reference.to_owned()])
-            .map_err(|error| format!("provider `{provider}`: {error}"))?
-            .into_iter()
-            .next()
-            .ok_or_else(|| format!("provider `{provider}` gave no answer"))?
-            .map_err(|error| {
-                format!(
-                    "provider `{provider}` could not resolve its reference: {}",
-                    describe(&error)
-                )
-            })?;
-        state.values.insert(key, answer.value.clone());
-        Ok(ToolSecret {
-            value: answer.value,
-            secret: true,
+        if !missing.is_empty() {
+            let host = match &mut state.host {
+                Some(host) => host,
+                empty => empty.insert(
+                    PluginHost::new(self.host_settings.clone())
+                        .map_err(|error| failed(error.to_string()))?,
+                ),
+            };
+            if !state.resolvers.contains_key(kind) {
+                let set = (self.load)(host, kind).map_err(failed)?;
+                state.resolvers.insert(kind.to_owned(), set);
+            }
+            let plugin = state.resolvers[kind]
+                .resolver(kind)
+                .ok_or_else(|| failed(format!("no resolver of type `{kind}`")))?;
+            let answers = host
+                .resolve(plugin, &dir, &config, &missing)
+                .map_err(|error| failed(error.to_string()))?;
+            for (reference, answer) in missing.iter().zip(answers) {
+                let answer = answer.map(|secret| secret.value).map_err(|error| {
+                    format!(
+                        "provider `{provider}` could not resolve its reference: {}",
+                        describe(&error)
+                    )
+                });
+                state.answers.insert(key(reference), answer);
+            }
+        }
+        Ok(refs
+            .iter()
+            .map(|reference| {
+                state
+                    .answers
+                    .get(&key(reference))
+                    .cloned()
+                    .unwrap_or_else(|| {
+                        Err(format!(
+                            "provider `{provider}` gave no answer for a reference"
+                        ))
+                    })
+            })
+            .collect())
+    }
+}
+
+impl ToolSecrets for ProviderSecrets {
+    fn resolve(&self, provider: &str, reference: &str) -> Result<ToolSecret, String> {
+        let answer = match self.resolve_each(provider, &[reference.to_owned()]) {
+            Ok(mut answers) => answers.pop().unwrap_or_else(|| Err("no answer".to_owned())),
+            Err(ProviderFailure::Undeclared(why)) => Err(format!("`ref+{provider}:…` {why}")),
+            Err(ProviderFailure::Failed(why)) => Err(why),
+        };
+        answer.map(|value| ToolSecret {
+            value,
+            secret: provider != ENV_PROVIDER,
         })
     }
 }

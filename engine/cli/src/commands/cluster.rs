@@ -10,7 +10,7 @@ use tazuna_core::lock::Lockfile;
 use tazuna_engine::cluster::{self, Cluster};
 use tazuna_engine::distribution::Resolve;
 use tazuna_engine::guard::{ContextGuard, Rebind};
-use tazuna_engine::plugins::{PluginSet, Role};
+use tazuna_engine::plugins::Role;
 use tazuna_engine::render::{RenderSettings, Rendered};
 use tazuna_engine::secrets::{self, ProviderSecrets};
 
@@ -122,11 +122,12 @@ pub fn render(
     cluster: &Cluster,
 ) -> anyhow::Result<Vec<Result<Rendered, String>>> {
     let (host, plugins) = super::load_plugins(settings, config, manifests)?;
-    // References a plugin hands its tools are resolved on the way to a
-    // cluster too; resolvers load on first use.
+    // Secret references are resolved only here, on the way to a cluster, in
+    // rendered Secrets and for the tools plugins run; `tazuna build` prints
+    // them as they are. Resolvers load on first use.
     let loader_settings = settings.clone();
     let loader_config = config.clone();
-    host.set_tool_secrets(Arc::new(ProviderSecrets::new(
+    let secrets = Arc::new(ProviderSecrets::new(
         config.spec.providers.clone(),
         secrets::working_dir(&settings.file),
         settings.host.clone(),
@@ -140,7 +141,8 @@ pub fn render(
             )
             .map_err(|error| format!("{error:#}"))
         }),
-    )));
+    ));
+    host.set_tool_secrets(secrets.clone());
     let render_settings = RenderSettings {
         environment: settings.environment.clone(),
         values: config.values(),
@@ -148,25 +150,7 @@ pub fn render(
         concurrency: 0,
     };
     let mut results = super::render_pinned(settings, &host, &plugins, manifests, &render_settings)?;
-    // Secret references are resolved only here, on the way to a cluster;
-    // `tazuna build` prints them as they are. Only the resolvers the
-    // references need are loaded.
-    let wanted: Vec<(&str, Role)> = secrets::needed_types(&config.spec.providers, &results)
-        .into_iter()
-        .map(|kind| (kind, Role::Resolver))
-        .collect();
-    let resolvers = if wanted.is_empty() {
-        PluginSet::default()
-    } else {
-        super::load_plugin_set(settings, config, &host, &wanted, Resolve::Pinned)?
-    };
-    secrets::resolve_all(
-        &host,
-        &resolvers,
-        &config.spec.providers,
-        &secrets::working_dir(&settings.file),
-        &mut results,
-    );
+    secrets::resolve_all(&secrets, &mut results);
     Ok(results
         .into_iter()
         .map(|r| r.map_err(|e| e.to_string()))
