@@ -189,20 +189,18 @@ impl PluginSet {
         decl: Option<&Plugin>,
         fetched: Option<&Fetched>,
     ) -> Result<(), PluginLoadError> {
-        if self.plugins.contains_key(kind) {
-            return Ok(());
+        if !self.plugins.contains_key(kind) {
+            let loaded = load_one(
+                BUILTINS,
+                kind,
+                decl,
+                fetched,
+                |label, bytes, grants| host.load_source(label, bytes, grants),
+                |plugin| (plugin.info(), plugin.capabilities()),
+            )?;
+            self.plugins
+                .extend(loaded.map(|plugin| (kind.to_owned(), plugin)));
         }
-        let plugin = if let Some(decl) = decl {
-            let bytes = declared_bytes(decl, fetched)?;
-            let plugin = host.load_source(&decl.name, &bytes, Grants::List(&decl.grants))?;
-            check_declared(decl, fetched, plugin.info(), plugin.capabilities())?;
-            plugin
-        } else if let Some(builtin) = BUILTINS.iter().find(|b| b.name == kind) {
-            host.load_source(builtin.name, builtin.component, Grants::Requested)?
-        } else {
-            return Ok(());
-        };
-        self.plugins.insert(kind.to_owned(), plugin);
         Ok(())
     }
 
@@ -214,20 +212,18 @@ impl PluginSet {
         decl: Option<&Plugin>,
         fetched: Option<&Fetched>,
     ) -> Result<(), PluginLoadError> {
-        if self.resolvers.contains_key(kind) {
-            return Ok(());
+        if !self.resolvers.contains_key(kind) {
+            let loaded = load_one(
+                BUILTIN_RESOLVERS,
+                kind,
+                decl,
+                fetched,
+                |label, bytes, grants| host.load_resolver(label, bytes, grants),
+                |resolver| (resolver.info(), resolver.capabilities()),
+            )?;
+            self.resolvers
+                .extend(loaded.map(|resolver| (kind.to_owned(), resolver)));
         }
-        let resolver = if let Some(decl) = decl {
-            let bytes = declared_bytes(decl, fetched)?;
-            let resolver = host.load_resolver(&decl.name, &bytes, Grants::List(&decl.grants))?;
-            check_declared(decl, fetched, resolver.info(), resolver.capabilities())?;
-            resolver
-        } else if let Some(builtin) = BUILTIN_RESOLVERS.iter().find(|b| b.name == kind) {
-            host.load_resolver(builtin.name, builtin.component, Grants::Requested)?
-        } else {
-            return Ok(());
-        };
-        self.resolvers.insert(kind.to_owned(), resolver);
         Ok(())
     }
 
@@ -305,6 +301,34 @@ pub fn new_pins(set: &PluginSet, fetched: BTreeMap<String, Fetched>) -> Vec<(Str
             (name, pin)
         })
         .collect()
+}
+
+/// The plugin for `kind` in one world: the declared one (checked against its
+/// `version` and grants), else the built-in of `builtins`, else none. `load`
+/// loads a component in that world; `about` tells what it said of itself.
+fn load_one<P>(
+    builtins: &[Builtin],
+    kind: &str,
+    decl: Option<&Plugin>,
+    fetched: Option<&Fetched>,
+    load: impl Fn(&str, &[u8], Grants<'_>) -> Result<P, HostError>,
+    about: impl Fn(&P) -> (&PluginInfo, &Capabilities),
+) -> Result<Option<P>, PluginLoadError> {
+    if let Some(decl) = decl {
+        let bytes = declared_bytes(decl, fetched)?;
+        let plugin = load(&decl.name, &bytes, Grants::List(&decl.grants))?;
+        let (info, capabilities) = about(&plugin);
+        check_declared(decl, fetched, info, capabilities)?;
+        return Ok(Some(plugin));
+    }
+    match builtins.iter().find(|b| b.name == kind) {
+        Some(builtin) => Ok(Some(load(
+            builtin.name,
+            builtin.component,
+            Grants::Requested,
+        )?)),
+        None => Ok(None),
+    }
 }
 
 /// The component bytes of a declared plugin: its file (checked against
