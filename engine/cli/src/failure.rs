@@ -2,7 +2,10 @@
 //! line that says what to do.
 
 use tazuna_core::config::ConfigError;
+use tazuna_core::hint::Hint;
+use tazuna_engine::ownership::OwnershipError;
 use tazuna_engine::report::Color;
+use tazuna_engine::stack::RunError;
 
 /// A failure already reported in detail (for example a list of render errors);
 /// only the exit code is left to set.
@@ -17,13 +20,28 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
-/// Print `error` on stderr.
+/// Print `error` on stderr: what is wrong, its causes, then one `hint:`
+/// line for each error in the chain that has one ([`Hint`]).
 pub fn report(error: &anyhow::Error, color: Color) {
     if error.downcast_ref::<Reported>().is_some() {
         return;
     }
-    if let Some(config) = error.downcast_ref::<ConfigError>() {
+    let config =
+        error
+            .downcast_ref::<ConfigError>()
+            .or_else(|| match error.downcast_ref::<RunError>() {
+                Some(RunError::Config(config)) => Some(config),
+                _ => None,
+            });
+    if let Some(config) = config {
         eprintln!("{}", paint(&config.render(), color));
+        return;
+    }
+    // Each manifest that failed to render, on its own line.
+    if let Some(RunError::Render(errors)) = error.downcast_ref::<RunError>() {
+        for message in errors {
+            eprintln!("{}", paint(&format!("error: {message}"), color));
+        }
         return;
     }
     let mut message = format!("{error}");
@@ -34,7 +52,23 @@ pub fn report(error: &anyhow::Error, color: Color) {
             message.push_str(&format!("\n  caused by: {cause}"));
         }
     }
+    for hint in hints(error) {
+        message.push_str(&format!("\nhint: {hint}"));
+    }
     eprintln!("{}", paint(&format!("error: {message}"), color));
+}
+
+/// The hints of the errors in `error`'s chain, in order.
+fn hints(error: &anyhow::Error) -> Vec<String> {
+    error
+        .chain()
+        .filter_map(|cause| {
+            if let Some(run) = cause.downcast_ref::<RunError>() {
+                return run.hint();
+            }
+            cause.downcast_ref::<OwnershipError>().and_then(Hint::hint)
+        })
+        .collect()
 }
 
 /// Colour the `error:`, `warning:` and `hint:` labels at line starts.

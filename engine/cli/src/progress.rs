@@ -196,7 +196,9 @@ impl Progress {
                 }
                 // Deletions, kept objects and warnings stay on screen; the
                 // rest are counts.
-                if matches!(action, Action::Pruned | Action::Kept) || note.is_some() {
+                if matches!(action, Action::Pruned | Action::Deleted | Action::Kept)
+                    || note.is_some()
+                {
                     let note = note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default();
                     view.draw(
                         &[format!("  {manifest}: {} {object}{note}", action.label())],

@@ -1,4 +1,6 @@
-//! The order in which manifests are applied: layers of a DAG built from `dependsOn`.
+//! Ordering, in one place: the layers manifests are applied in (a DAG built from
+//! `dependsOn`), the dependency cycles the loader refuses, and the order in which
+//! `destroy` and prune take manifests down.
 //!
 //! Every manifest in a layer depends only on manifests in earlier layers, so a layer can be
 //! applied in parallel once the previous one is done. Within a layer, declaration order is
@@ -13,23 +15,48 @@ use std::collections::HashMap;
 
 use crate::config::Manifest;
 
-/// Layers of indices into `manifests`. Dependencies on manifests outside `manifests` (left
-/// out by a selection) are ignored. Cycles are rejected by the config loader; should one
-/// reach here anyway, its members form a last layer rather than vanishing.
-pub fn layers(manifests: &[&Manifest]) -> Vec<Vec<usize>> {
-    if manifests.iter().all(|m| m.depends_on.is_empty()) {
-        return (0..manifests.len()).map(|i| vec![i]).collect();
+/// What ordering needs to know of a manifest (or of a manifest's state
+/// record, for teardown).
+pub trait Node {
+    /// Its name.
+    fn name(&self) -> &str;
+    /// The names it depends on.
+    fn depends_on(&self) -> &[String];
+}
+
+impl Node for Manifest {
+    fn name(&self) -> &str {
+        &self.name
     }
+
+    fn depends_on(&self) -> &[String] {
+        &self.depends_on
+    }
+}
+
+impl<T: Node + ?Sized> Node for &T {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn depends_on(&self) -> &[String] {
+        (**self).depends_on()
+    }
+}
+
+/// For each node, the indices of the nodes it depends on among `nodes`
+/// (itself and unknown names left out), sorted and without repeats.
+fn edges<N: Node>(nodes: &[N]) -> Vec<Vec<usize>> {
     let mut index: HashMap<&str, usize> = HashMap::new();
-    for (i, manifest) in manifests.iter().enumerate() {
-        index.entry(manifest.name.as_str()).or_insert(i);
+    for (i, node) in nodes.iter().enumerate() {
+        index.entry(node.name()).or_insert(i);
     }
-    let deps: Vec<Vec<usize>> = manifests
+    nodes
         .iter()
         .enumerate()
-        .map(|(i, m)| {
-            let mut deps: Vec<usize> = m
-                .depends_on
+        .map(|(i, node)| {
+            let mut deps: Vec<usize> = node
+                .depends_on()
                 .iter()
                 .filter_map(|name| index.get(name.as_str()).copied())
                 .filter(|&d| d != i)
@@ -38,8 +65,17 @@ pub fn layers(manifests: &[&Manifest]) -> Vec<Vec<usize>> {
             deps.dedup();
             deps
         })
-        .collect();
+        .collect()
+}
 
+/// Layers of indices into `manifests`. Dependencies on manifests outside `manifests` (left
+/// out by a selection) are ignored. Cycles are rejected by the config loader; should one
+/// reach here anyway, its members form a last layer rather than vanishing.
+pub fn layers<N: Node>(manifests: &[N]) -> Vec<Vec<usize>> {
+    if manifests.iter().all(|m| m.depends_on().is_empty()) {
+        return (0..manifests.len()).map(|i| vec![i]).collect();
+    }
+    let deps = edges(manifests);
     let mut placed = vec![false; manifests.len()];
     let mut remaining = manifests.len();
     let mut layers = Vec::new();
@@ -61,8 +97,99 @@ pub fn layers(manifests: &[&Manifest]) -> Vec<Vec<usize>> {
 }
 
 /// The layers flattened: one deterministic order that respects every dependency.
-pub fn order(manifests: &[&Manifest]) -> Vec<usize> {
+pub fn order<N: Node>(manifests: &[N]) -> Vec<usize> {
     layers(manifests).concat()
+}
+
+/// The order to take `nodes` down in (they are given in apply order, as
+/// declared): the deepest in the dependency graph first, and among equals the
+/// last declared first, so nothing goes before what depends on it.
+pub fn teardown<N: Node>(nodes: &[N]) -> Vec<usize> {
+    let deps = edges(nodes);
+    let mut depth = vec![0usize; nodes.len()];
+    for _ in 0..nodes.len() {
+        let mut changed = false;
+        for (i, node_deps) in deps.iter().enumerate() {
+            for &d in node_deps {
+                if depth[i] < depth[d] + 1 {
+                    depth[i] = depth[d] + 1;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut order: Vec<usize> = (0..nodes.len()).collect();
+    order.sort_by(|&a, &b| depth[b].cmp(&depth[a]).then(b.cmp(&a)));
+    order
+}
+
+/// A dependency cycle among `nodes`, as indices from a node back to itself
+/// (`[a, b, a]`), if there is one.
+pub fn find_cycle<N: Node>(nodes: &[N]) -> Option<Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        OnPath,
+        Done,
+    }
+    fn visit(
+        u: usize,
+        edges: &[Vec<usize>],
+        state: &mut [State],
+        path: &mut Vec<usize>,
+    ) -> Option<Vec<usize>> {
+        state[u] = State::OnPath;
+        path.push(u);
+        for &v in &edges[u] {
+            match state[v] {
+                State::OnPath => {
+                    let start = path.iter().position(|&p| p == v).unwrap_or(0);
+                    let mut cycle = path[start..].to_vec();
+                    cycle.push(v);
+                    return Some(cycle);
+                }
+                State::New => {
+                    if let Some(cycle) = visit(v, edges, state, path) {
+                        return Some(cycle);
+                    }
+                }
+                State::Done => {}
+            }
+        }
+        path.pop();
+        state[u] = State::Done;
+        None
+    }
+
+    // Unlike `edges`, a node's dependency on itself is a cycle here (the
+    // loader reports that case first, with its own message).
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name(), i))
+        .collect();
+    let edges: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|n| {
+            n.depends_on()
+                .iter()
+                .filter_map(|dep| index.get(dep.as_str()).copied())
+                .collect()
+        })
+        .collect();
+    let mut state = vec![State::New; nodes.len()];
+    for start in 0..nodes.len() {
+        if state[start] == State::New {
+            let mut path = Vec::new();
+            if let Some(cycle) = visit(start, &edges, &mut state, &mut path) {
+                return Some(cycle);
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -185,5 +312,35 @@ mod tests {
         ];
         let refs: Vec<&Manifest> = ms.iter().collect();
         assert_eq!(layers(&refs), vec![vec![2], vec![0, 1]]);
+    }
+
+    #[test]
+    fn teardown_goes_deepest_first_and_last_declared_first() {
+        let all = [
+            manifest("cni", &[]),
+            manifest("cert-manager", &["cni"]),
+            manifest("argocd", &["cni"]),
+            manifest("projects", &["argocd"]),
+        ];
+        let refs: Vec<&Manifest> = all.iter().collect();
+        let order: Vec<&str> = teardown(&refs)
+            .into_iter()
+            .map(|i| all[i].name.as_str())
+            .collect();
+        assert_eq!(order, ["projects", "argocd", "cert-manager", "cni"]);
+        let sequential = [manifest("a", &[]), manifest("b", &[])];
+        assert_eq!(teardown(&sequential), [1, 0]);
+    }
+
+    #[test]
+    fn a_cycle_is_found_from_a_node_back_to_itself() {
+        let all = [
+            manifest("a", &["b"]),
+            manifest("b", &["c"]),
+            manifest("c", &["a"]),
+            manifest("d", &[]),
+        ];
+        assert_eq!(find_cycle(&all), Some(vec![0, 1, 2, 0]));
+        assert_eq!(find_cycle(&all[3..]), None);
     }
 }

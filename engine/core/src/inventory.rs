@@ -69,6 +69,31 @@ impl ObjectRef {
     pub fn is_secret(&self) -> bool {
         self.group.is_empty() && self.kind == "Secret"
     }
+
+    /// Its identity without the API version: the same object served in two
+    /// versions is one object.
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey {
+            group: self.group.clone(),
+            kind: self.kind.clone(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+/// One object in the cluster, whatever API version it is read in: what
+/// ownership and prune decisions are keyed by.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ObjectKey {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
 }
 
 impl fmt::Display for ObjectRef {

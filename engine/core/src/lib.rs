@@ -11,6 +11,7 @@ pub mod check;
 pub mod config;
 pub mod diff;
 pub mod graph;
+pub mod hint;
 pub mod inventory;
 pub mod lock;
 pub mod readiness;

@@ -18,9 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{
-    DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy, ValidationDirective,
-};
+use kube::api::{DeleteParams, Patch, PropagationPolicy};
 use kube::{Api, Client};
 use serde_json::Value;
 use tazuna_core::config::{Manifest, Test, Wait};
@@ -28,6 +26,13 @@ use tazuna_core::inventory::{self, ObjectRef, Phase};
 
 use crate::cluster::{Cluster, Resolved};
 use crate::live::LiveIndex;
+use crate::objects::errors::{
+    UNKNOWN_FIELD_HINT, hand_edits, is_immutable, is_unknown_field, status_message,
+};
+use crate::objects::{
+    FIELD_MANAGER, PRUNE_ANNOTATION, api_for, apply_params, is_dangerous, owned_fields_hash,
+};
+use crate::ownership::Ownership;
 use crate::render::Rendered;
 use crate::state::{Entry, ManifestState, PluginRecord, Store, Stored};
 use crate::wait::{self, Watched};
@@ -36,33 +41,23 @@ use crate::wait::{self, Watched};
 /// it was sent.
 type Handled = (Entry, Option<Value>);
 
-/// The field manager Tazuna applies as.
-pub const FIELD_MANAGER: &str = "tazuna";
-/// The parameters of every server-side apply Tazuna sends, dry runs included.
-///
-/// Field validation is `Strict`, kubectl's setting: the API server refuses
-/// what the schema does not allow instead of answering with warnings, which
-/// kube-rs does not pass on. It also measured about 15% less API server CPU
-/// per apply than the default `Warn` (docs/benchmarks.md).
-pub fn apply_params() -> PatchParams {
-    PatchParams::apply(FIELD_MANAGER).validation(ValidationDirective::Strict)
-}
-
 /// How long a new CRD may take to become `Established`.
 const CRD_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long an `Established` CRD's kind may take to appear in discovery.
 const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// What the manifests of one run share: who provides which CRD, and which
-/// manifests have applied so far.
+/// What the manifests of one run share: who provides which CRD, which
+/// manifests have applied so far, and (for a dry run) which namespaces the
+/// run would create.
 struct Shared {
     providers: HashMap<(String, String), Provider>,
     applied: std::sync::Mutex<HashSet<String>>,
+    /// Namespaces rendered by this run.
+    namespaces: HashSet<String>,
+    /// Namespaces that exist live; read once, by dry runs only.
+    live_namespaces: tokio::sync::OnceCell<HashSet<String>>,
 }
-
-/// The annotation that keeps an object from being pruned.
-pub const PRUNE_ANNOTATION: &str = "tazuna.dev/prune";
 
 /// What happens on a field conflict with another manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +142,8 @@ pub enum Action {
     Unchanged,
     /// Deleted because it is no longer rendered.
     Pruned,
+    /// Deleted by `tazuna destroy`.
+    Deleted,
     /// No longer rendered, but kept (annotation, or a dangerous kind without `--prune-dangerous`).
     Kept,
 }
@@ -159,6 +156,7 @@ impl Action {
             Self::Configured => "configured",
             Self::Unchanged => "unchanged",
             Self::Pruned => "pruned",
+            Self::Deleted => "deleted",
             Self::Kept => "kept",
         }
     }
@@ -234,7 +232,7 @@ pub struct Counts {
     pub configured: usize,
     /// Unchanged.
     pub unchanged: usize,
-    /// Pruned.
+    /// Pruned, or deleted by destroy.
     pub pruned: usize,
     /// Kept.
     pub kept: usize,
@@ -246,7 +244,7 @@ impl Counts {
             Action::Created => self.created += 1,
             Action::Configured => self.configured += 1,
             Action::Unchanged => self.unchanged += 1,
-            Action::Pruned => self.pruned += 1,
+            Action::Pruned | Action::Deleted => self.pruned += 1,
             Action::Kept => self.kept += 1,
         }
     }
@@ -311,25 +309,18 @@ pub(crate) enum ManifestError {
     Anonymous { index: usize },
 }
 
-/// What to do about a field the API server's schema does not have.
-pub(crate) const UNKNOWN_FIELD_HINT: &str = "the API server's schema for this kind has no such field; check its spelling, its indentation and the apiVersion";
-
-/// What the API server said, without kube-rs's wrapping.
-pub(crate) fn status_message(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// Everything one run shares.
 pub struct Run<'a> {
     /// The cluster.
     pub cluster: &'a Cluster,
     /// Its state store.
     pub store: &'a Store,
-    /// State as read at the start.
+    /// The stack's own state as read at the start.
     pub states: &'a BTreeMap<String, Stored>,
+    /// The stack that writes the state.
+    pub stack: &'a str,
+    /// Which manifest keeps which object (prune consults it).
+    pub ownership: &'a Ownership,
     /// The key for hashing Secrets.
     pub hash_key: &'a [u8],
     /// How to apply.
@@ -352,6 +343,12 @@ struct Prepared {
     object: ObjectRef,
     value: Value,
     hash: String,
+    /// Its kind on the cluster; `None` in a dry run when the run itself
+    /// would create the kind (its CRD is in the run), so nothing is sent.
+    resolved: Option<Resolved>,
+    /// Tazuna's intent for it is what the state records: a field conflict
+    /// with a hand edit is drift, which apply takes back.
+    restore: bool,
 }
 
 impl Run<'_> {
@@ -371,6 +368,15 @@ impl Run<'_> {
         let shared = Shared {
             providers: crd_providers(units),
             applied: std::sync::Mutex::new(HashSet::new()),
+            namespaces: units
+                .iter()
+                .filter_map(|u| u.rendered.as_ref().ok())
+                .flat_map(|r| r.objects.iter())
+                .filter_map(|o| ObjectRef::of(&o.value))
+                .filter(|o| o.group.is_empty() && o.kind == "Namespace")
+                .map(|o| o.name)
+                .collect(),
+            live_namespaces: tokio::sync::OnceCell::new(),
         };
         let mut outcomes: Vec<Option<ManifestOutcome>> = vec![None; units.len()];
         let mut failed: HashSet<String> = HashSet::new();
@@ -464,7 +470,113 @@ impl Run<'_> {
             objects: rendered.objects.len(),
         });
         let previous = self.states.get(name);
-        let prior: HashMap<ObjectRef, &Entry> = previous
+        let mut entries: Vec<Entry> = Vec::new();
+        let result = self
+            .apply_objects(unit, rendered, shared, counts, &mut entries)
+            .await;
+        if self.settings.mode == Mode::DryRun {
+            return result;
+        }
+        if let Err(error) = result {
+            // What was sent is in the cluster now: record it with what the
+            // state held before, so status, prune and destroy know of it.
+            // Without a fields hash, each is sent and waited for again.
+            if !entries.is_empty() {
+                let sent: HashSet<ObjectRef> = entries.iter().map(Entry::object).collect();
+                for entry in &mut entries {
+                    entry.fields = None;
+                }
+                entries.extend(
+                    previous
+                        .into_iter()
+                        .flat_map(|p| p.state.objects.iter())
+                        .filter(|e| !sent.contains(&e.object()))
+                        .cloned(),
+                );
+                let state = self.state_of(unit, rendered, entries, true);
+                if let Err(save) = self.store.save(&state, previous).await {
+                    tracing::warn!("cannot record what manifest `{name}` sent: {save}");
+                }
+            }
+            return Err(error);
+        }
+
+        // Objects applied before but no longer rendered. Those another
+        // manifest renders or records now moved there: they are dropped from
+        // this record and left alone.
+        let rendered_set: HashSet<ObjectRef> = entries.iter().map(Entry::object).collect();
+        let gone: Vec<&Entry> = previous
+            .map(|p| {
+                p.state
+                    .objects
+                    .iter()
+                    .filter(|e| !rendered_set.contains(&e.object()))
+                    .filter(|e| self.ownership.kept_by(&e.object().key(), name).is_none())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let prune = if !self.ownership.may_prune() {
+            Prune::Off
+        } else if manifest.prune {
+            self.settings.prune.max(Prune::On)
+        } else {
+            self.settings.prune
+        };
+        let kept = self.prune(name, gone, prune, counts).await?;
+        entries.extend(kept);
+
+        let state = self.state_of(unit, rendered, entries, false);
+        let unchanged =
+            previous.is_some_and(|p| same_state(&p.state, &state) && p.legacy.is_none());
+        if !unchanged {
+            self.store.save(&state, previous).await?;
+        }
+        Ok(())
+    }
+
+    /// The state record of `unit` holding `entries`.
+    fn state_of(
+        &self,
+        unit: &Unit<'_>,
+        rendered: &Rendered,
+        objects: Vec<Entry>,
+        incomplete: bool,
+    ) -> ManifestState {
+        ManifestState {
+            manifest: unit.manifest.name.clone(),
+            depends_on: unit.manifest.depends_on.clone(),
+            position: unit.position,
+            plugin: PluginRecord {
+                name: rendered.plugin.clone(),
+                version: rendered.plugin_version.clone(),
+                digest: rendered.plugin_digest.clone(),
+            },
+            tazuna_version: self.settings.tazuna_version.clone(),
+            git_commit: self.settings.git_commit.clone(),
+            applied_at: crate::guard::now_rfc3339(),
+            cluster: self.cluster.target().uid.clone(),
+            stack: Some(self.stack.to_owned()),
+            incomplete,
+            objects,
+        }
+    }
+
+    /// Send a manifest's objects in their three steps, wait for them and
+    /// run its tests. Every object handled is added to `entries`, also when
+    /// a later one fails.
+    async fn apply_objects(
+        &self,
+        unit: &Unit<'_>,
+        rendered: &Rendered,
+        shared: &Shared,
+        counts: &mut Counts,
+        entries: &mut Vec<Entry>,
+    ) -> Result<(), ManifestError> {
+        let manifest = unit.manifest;
+        let name = manifest.name.as_str();
+        let prior: HashMap<ObjectRef, &Entry> = self
+            .states
+            .get(name)
             .map(|p| p.state.objects.iter().map(|e| (e.object(), e)).collect())
             .unwrap_or_default();
 
@@ -498,14 +610,17 @@ impl Run<'_> {
             steps[step].push(&rendered_object.value);
         }
 
-        let mut entries: Vec<Entry> = Vec::new();
         let mut watched: Vec<Watched> = Vec::new();
         for objects in steps {
             let mut prepared = Vec::with_capacity(objects.len());
             for value in objects {
-                prepared.push(self.prepare(value.clone(), manifest, shared).await?);
+                let mut item = self.prepare(value.clone(), manifest, shared).await?;
+                item.restore = prior.get(&item.object).is_some_and(|e| e.hash == item.hash);
+                prepared.push(item);
             }
-            let handled = self.apply_phase(name, prepared, &prior, counts).await?;
+            let (handled, failure) = self
+                .apply_phase(name, prepared, &prior, shared, counts)
+                .await;
             for (entry, sent) in handled {
                 // Only what was sent and can be not ready is waited for.
                 // Unchanged objects were ready when their state was written and
@@ -525,6 +640,9 @@ impl Run<'_> {
                     });
                 }
                 entries.push(entry);
+            }
+            if let Some(error) = failure {
+                return Err(error);
             }
         }
 
@@ -554,61 +672,22 @@ impl Run<'_> {
                 test: crate::checks::describe(test),
             });
         }
-
-        // Objects applied before but no longer rendered.
-        let rendered_set: HashSet<ObjectRef> = entries.iter().map(Entry::object).collect();
-        let gone: Vec<&Entry> = previous
-            .map(|p| {
-                p.state
-                    .objects
-                    .iter()
-                    .filter(|e| !rendered_set.contains(&e.object()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let prune = if manifest.prune {
-            self.settings.prune.max(Prune::On)
-        } else {
-            self.settings.prune
-        };
-        let kept = self.prune(name, gone, prune, counts).await?;
-        entries.extend(kept);
-
-        let state = ManifestState {
-            manifest: name.to_owned(),
-            depends_on: manifest.depends_on.clone(),
-            position: unit.position,
-            plugin: PluginRecord {
-                name: rendered.plugin.clone(),
-                version: rendered.plugin_version.clone(),
-                digest: rendered.plugin_digest.clone(),
-            },
-            tazuna_version: self.settings.tazuna_version.clone(),
-            git_commit: self.settings.git_commit.clone(),
-            applied_at: crate::guard::now_rfc3339(),
-            cluster: self.cluster.target().uid.clone(),
-            objects: entries,
-        };
-        let unchanged =
-            previous.is_some_and(|p| same_state(&p.state, &state) && p.legacy.is_none());
-        if !unchanged {
-            self.store.save(&state, previous).await?;
-        }
         Ok(())
     }
 
     /// The kind of `object` on the cluster. A kind whose CRD this manifest, or
     /// one applied before it, has just created is waited for: the CRD until
     /// it is `Established`, then discovery is refreshed. Objects that need no
-    /// new kind never wait for CRDs.
+    /// new kind never wait for CRDs. In a dry run, such a kind is `None`: the
+    /// run would create it, so its objects are creates that cannot be sent.
     async fn resolve_kind(
         &self,
         object: &ObjectRef,
         manifest: &Manifest,
         shared: &Shared,
-    ) -> Result<Resolved, ManifestError> {
+    ) -> Result<Option<Resolved>, ManifestError> {
         if let Some(resolved) = self.cluster.resolve(object) {
-            return Ok(resolved);
+            return Ok(Some(resolved));
         }
         let provider = shared
             .providers
@@ -620,10 +699,13 @@ impl Run<'_> {
                     .lock()
                     .expect("applied lock")
                     .contains(&provider.manifest);
-            if applied && self.settings.mode == Mode::Apply {
+            if applied && self.settings.mode == Mode::DryRun {
+                return Ok(None);
+            }
+            if applied {
                 self.await_established(&provider.crd).await?;
                 if let Some(resolved) = self.await_discovered(object).await? {
-                    return Ok(resolved);
+                    return Ok(Some(resolved));
                 }
             }
         }
@@ -702,55 +784,85 @@ impl Run<'_> {
     ) -> Result<Prepared, ManifestError> {
         let object = ObjectRef::of(&value).expect("identity checked before");
         let resolved = self.resolve_kind(&object, manifest, shared).await?;
-        crate::plan::prepare_object(&mut value, &resolved, manifest);
+        if let Some(resolved) = &resolved {
+            crate::objects::prepare_object(&mut value, resolved, manifest);
+        }
         let object = ObjectRef::of(&value).expect("identity checked before");
         let hash = inventory::content_hash(&value, self.hash_key);
         Ok(Prepared {
             object,
             value,
             hash,
+            resolved,
+            restore: false,
         })
     }
 
     /// Send what changed in one phase; returns every object's new state entry,
-    /// with the apply response for those that were sent, in rendered order.
+    /// with the apply response for those that were sent, in rendered order,
+    /// and the first error. Objects handled before an error are returned too.
     async fn apply_phase(
         &self,
         manifest: &str,
         prepared: Vec<Prepared>,
         prior: &HashMap<ObjectRef, &Entry>,
+        shared: &Shared,
         counts: &mut Counts,
-    ) -> Result<Vec<Handled>, ManifestError> {
-        // Which objects might be skipped: same hash as in state. One list per
-        // kind and namespace (metadata only) tells whether the fields Tazuna
-        // owns are unchanged live.
+    ) -> (Vec<Handled>, Option<ManifestError>) {
+        // One list per kind and namespace (metadata only) tells whether an
+        // object exists (created or configured) and whether the fields
+        // Tazuna owns are unchanged live (skipped).
         let mut index = LiveIndex::metadata(self.cluster);
-        let mut results: Vec<Option<(Handled, Action)>> = vec![None; prepared.len()];
+        let mut results: Vec<Option<(ObjectRef, Option<Handled>, Action)>> =
+            vec![None; prepared.len()];
         // What the API server warned about, per object sent.
-        let mut warned: Vec<Option<String>> = vec![None; prepared.len()];
+        let mut notes: Vec<Option<String>> = vec![None; prepared.len()];
         let mut to_send = Vec::new();
+        let mut first_error: Option<(usize, ManifestError)> = None;
         for (position, item) in prepared.into_iter().enumerate() {
+            let Some(resolved) = item.resolved.clone() else {
+                results[position] = Some((item.object, None, Action::Created));
+                notes[position] = Some("its kind is created by this run; not sent".into());
+                continue;
+            };
+            if self.settings.mode == Mode::DryRun
+                && let Some(namespace) = &item.object.namespace
+                && shared.namespaces.contains(namespace)
+                && !self.live_namespaces(shared).await.contains(namespace)
+            {
+                notes[position] = Some(format!(
+                    "namespace `{namespace}` is created by this run; not sent"
+                ));
+                results[position] = Some((item.object, None, Action::Created));
+                continue;
+            }
+            let current = match index.get(&item.object, &resolved).await {
+                Ok(current) => current.map(owned_fields_hash),
+                Err(e) => {
+                    first_error.get_or_insert((
+                        position,
+                        ManifestError::Rejected {
+                            object: item.object.clone(),
+                            message: format!("cannot list its kind: {}", status_message(&e)),
+                        },
+                    ));
+                    break;
+                }
+            };
             let before = prior.get(&item.object);
             if let Some(entry) = before
                 && entry.hash == item.hash
                 && entry.fields.is_some()
+                && current.as_ref().is_some_and(|live| *live == entry.fields)
             {
-                let resolved = self
-                    .cluster
-                    .resolve(&item.object)
-                    .expect("resolved in prepare");
-                let current = index.get(&item.object, &resolved).await.map_err(|e| {
-                    ManifestError::Rejected {
-                        object: item.object.clone(),
-                        message: format!("cannot list its kind: {}", status_message(&e)),
-                    }
-                })?;
-                if current.and_then(owned_fields_hash) == entry.fields {
-                    results[position] = Some((((*entry).clone(), None), Action::Unchanged));
-                    continue;
-                }
+                results[position] = Some((
+                    item.object,
+                    Some(((*entry).clone(), None)),
+                    Action::Unchanged,
+                ));
+                continue;
             }
-            let action = if before.is_some() {
+            let action = if current.is_some() {
                 Action::Configured
             } else {
                 Action::Created
@@ -767,16 +879,18 @@ impl Run<'_> {
         .buffer_unordered(self.settings.requests_at_once.max(1))
         .collect::<Vec<_>>()
         .await;
-        let mut first_error = None;
         for (position, item, action, result) in sends {
             match result {
-                Ok((applied, warnings)) => {
-                    if !warnings.is_empty() {
-                        warned[position] = Some(format!("warning: {}", warnings.join("; ")));
+                Ok(Sent {
+                    applied,
+                    notes: said,
+                }) => {
+                    if !said.is_empty() {
+                        notes[position] = Some(said.join("; "));
                     }
                     let fields = owned_fields_hash(&applied);
                     let entry = Entry::new(&item.object, item.hash, fields);
-                    results[position] = Some(((entry, Some(applied)), action));
+                    results[position] = Some((item.object, Some((entry, Some(applied))), action));
                 }
                 Err(error) => {
                     if first_error.as_ref().is_none_or(|(i, _)| position < *i) {
@@ -785,38 +899,40 @@ impl Run<'_> {
                 }
             }
         }
-        if let Some((_, error)) = first_error {
-            return Err(error);
-        }
         let mut out = Vec::with_capacity(results.len());
-        for ((handled, action), note) in results
+        // In rendered order; what was sent before or beside a failure is
+        // reported and recorded too.
+        for ((object, handled, action), note) in results
             .into_iter()
-            .zip(warned)
+            .zip(notes)
             .filter_map(|(r, n)| Some((r?, n)))
         {
             counts.add(action);
             self.observer.event(Event::Object {
                 manifest: manifest.to_owned(),
-                object: handled.0.object(),
+                object,
                 action,
                 note,
             });
-            out.push(handled);
+            if let Some(handled) = handled {
+                out.push(handled);
+            }
         }
-        Ok(out)
+        (out, first_error.map(|(_, e)| e))
     }
 
     /// Server-side apply of one object (with `--recreate` handling), with
     /// what the API server warned about.
-    async fn send(&self, item: &Prepared) -> Result<(Value, Vec<String>), ManifestError> {
-        let resolved = self
-            .cluster
-            .resolve(&item.object)
-            .expect("resolved in prepare");
+    async fn send(&self, item: &Prepared) -> Result<Sent, ManifestError> {
+        let resolved = item
+            .resolved
+            .clone()
+            .expect("only resolved objects are sent");
         let api = api_for(self.client(), &resolved, item.object.namespace.as_deref());
         let mut params = apply_params();
         params.force = self.settings.conflicts == Conflicts::Force;
         params.dry_run = self.settings.mode == Mode::DryRun;
+        let mut notes = Vec::new();
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -829,10 +945,31 @@ impl Run<'_> {
             match result {
                 Ok(applied) => {
                     let mut value = serde_json::to_value(&applied).unwrap_or(Value::Null);
-                    wait::fill_type(&mut value, &item.object);
-                    return Ok((value, warnings));
+                    crate::objects::fill_type(&mut value, &item.object);
+                    if !warnings.is_empty() {
+                        notes.push(format!("warning: {}", warnings.join("; ")));
+                    }
+                    return Ok(Sent {
+                        applied: value,
+                        notes,
+                    });
                 }
-                Err(kube::Error::Api(status)) if status.code == 409 => {
+                Err(kube::Error::Api(status)) if status.code == 409 && !params.force => {
+                    // Tazuna's intent is unchanged and the fields were changed
+                    // by hand (an update, not another applier): that is drift,
+                    // and apply puts the declared values back.
+                    if item.restore {
+                        let live = api.get_opt(&item.object.name).await.ok().flatten();
+                        let live = live.and_then(|l| serde_json::to_value(l).ok());
+                        if let Some(editors) = hand_edits(&status.message, live.as_ref()) {
+                            notes.push(format!(
+                                "took back fields changed live by {}",
+                                editors.join(", ")
+                            ));
+                            params.force = true;
+                            continue;
+                        }
+                    }
                     return Err(ManifestError::Conflict {
                         object: item.object.clone(),
                         message: status.message.clone(),
@@ -883,6 +1020,26 @@ impl Run<'_> {
         }
     }
 
+    /// Namespaces that exist live, read once per run (dry runs only).
+    async fn live_namespaces<'s>(&self, shared: &'s Shared) -> &'s HashSet<String> {
+        shared
+            .live_namespaces
+            .get_or_init(|| async {
+                let api: Api<k8s_openapi::api::core::v1::Namespace> =
+                    Api::all(self.client().clone());
+                api.list_metadata(&kube::api::ListParams::default())
+                    .await
+                    .map(|list| {
+                        list.items
+                            .into_iter()
+                            .filter_map(|n| n.metadata.name)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .await
+    }
+
     /// Delete (or keep) objects that are no longer rendered; returns the
     /// entries that stay in state.
     async fn prune(
@@ -894,7 +1051,7 @@ impl Run<'_> {
     ) -> Result<Vec<Entry>, ManifestError> {
         let objects = gone.iter().map(|e| e.object()).collect();
         let tracked: HashSet<ObjectRef> = self
-            .remove(manifest, objects, prune, counts)
+            .remove(manifest, objects, prune, Action::Pruned, counts)
             .await?
             .into_iter()
             .collect();
@@ -905,14 +1062,16 @@ impl Run<'_> {
             .collect())
     }
 
-    /// Delete `objects` where they are still Tazuna's and `prune` allows it,
-    /// report each, and wait for those that finalizers hold. Returns the
-    /// objects that were kept and stay in state.
+    /// Delete `objects` of `manifest` where they are still its own and
+    /// `prune` allows it, report each as `deleted` (pruned, or destroyed),
+    /// and wait for those that finalizers hold. Returns the objects that were
+    /// kept and stay in state.
     pub(crate) async fn remove(
         &self,
         manifest: &str,
         objects: Vec<ObjectRef>,
         prune: Prune,
+        deleted: Action,
         counts: &mut Counts,
     ) -> Result<Vec<ObjectRef>, ManifestError> {
         let mut tracked = Vec::new();
@@ -924,7 +1083,7 @@ impl Run<'_> {
                     tracked: true,
                 }
             } else {
-                self.delete_owned(&object, prune).await?
+                self.delete_owned(manifest, &object, prune).await?
             };
             let (action, note) = match removal {
                 // Already gone, or never Tazuna's: forget it.
@@ -933,7 +1092,7 @@ impl Run<'_> {
                     if let Some(resolved) = holding {
                         pending.push((object.clone(), resolved));
                     }
-                    (Action::Pruned, None)
+                    (deleted, None)
                 }
                 Removal::Kept {
                     note,
@@ -959,9 +1118,10 @@ impl Run<'_> {
         Ok(tracked)
     }
 
-    /// Delete `object` if it is still Tazuna's and may be pruned.
+    /// Delete `object` if it is still `manifest`'s and may be pruned.
     async fn delete_owned(
         &self,
+        manifest: &str,
         object: &ObjectRef,
         prune: Prune,
     ) -> Result<Removal, ManifestError> {
@@ -995,7 +1155,15 @@ impl Run<'_> {
                 tracked: false,
             });
         }
-        let ours = annotations.contains_key(crate::plan::MANIFEST_ANNOTATION)
+        // Another manifest (of this stack or another) applied it since: it
+        // is theirs now.
+        if annotations
+            .get(crate::objects::MANIFEST_ANNOTATION)
+            .is_some_and(|owner| owner != manifest)
+        {
+            return Ok(Removal::Absent);
+        }
+        let ours = annotations.contains_key(crate::objects::MANIFEST_ANNOTATION)
             || live
                 .metadata
                 .managed_fields
@@ -1055,6 +1223,14 @@ impl Run<'_> {
     }
 }
 
+/// What the API server answered to one apply.
+struct Sent {
+    /// The object as applied.
+    applied: Value,
+    /// Warnings, and fields taken back from hand edits.
+    notes: Vec<String>,
+}
+
 /// What became of an object Tazuna was asked to delete.
 pub(crate) enum Removal {
     /// Deleted; with its kind while finalizers still hold it.
@@ -1069,67 +1245,6 @@ pub(crate) enum Removal {
         /// Whether Tazuna keeps tracking it.
         tracked: bool,
     },
-}
-
-/// Whether the API server refused a change to a field that cannot change
-/// (its wording differs by field: Job templates, Service cluster IPs, ...).
-fn is_immutable(message: &str) -> bool {
-    message.contains("immutable") || message.contains("may not change once set")
-}
-
-/// Whether server-side apply refused a field the kind's schema does not have
-/// (the same wording for built-in kinds and custom resources).
-pub(crate) fn is_unknown_field(message: &str) -> bool {
-    message.contains("field not declared in schema")
-}
-
-/// Namespaces, CRDs and PVCs: pruning them deletes data.
-pub fn is_dangerous(object: &ObjectRef) -> bool {
-    matches!(
-        (object.group.as_str(), object.kind.as_str()),
-        ("", "Namespace")
-            | ("apiextensions.k8s.io", "CustomResourceDefinition")
-            | ("", "PersistentVolumeClaim")
-    )
-}
-
-/// The API for `resolved` objects in `namespace`.
-pub fn api_for(
-    client: &Client,
-    resolved: &Resolved,
-    namespace: Option<&str>,
-) -> Api<DynamicObject> {
-    match (resolved.namespaced, namespace) {
-        (true, Some(namespace)) => {
-            Api::namespaced_with(client.clone(), namespace, &resolved.resource)
-        }
-        _ => Api::all_with(client.clone(), &resolved.resource),
-    }
-}
-
-/// A hash of the fields the `tazuna` field manager owns by apply. An object
-/// whose intent sets no fields beyond its name has no such entry; that hashes
-/// as the empty set, so it can still be recognised as unchanged. `None` only
-/// when `live` is not an object at all.
-pub fn owned_fields_hash(live: &Value) -> Option<String> {
-    let metadata = live.get("metadata")?;
-    let ours = metadata
-        .get("managedFields")
-        .and_then(Value::as_array)
-        .and_then(|managed| {
-            managed.iter().find(|f| {
-                f.get("manager").and_then(Value::as_str) == Some(FIELD_MANAGER)
-                    && f.get("operation").and_then(Value::as_str) == Some("Apply")
-            })
-        });
-    let owned = match ours {
-        Some(entry) => serde_json::json!({
-            "apiVersion": entry.get("apiVersion"),
-            "fieldsV1": entry.get("fieldsV1"),
-        }),
-        None => Value::Null,
-    };
-    Some(inventory::content_hash(&owned, b""))
 }
 
 /// The CRD that defines a kind, and the manifest that applies it.
@@ -1183,25 +1298,4 @@ fn same_state(a: &ManifestState, b: &ManifestState) -> bool {
     sort(&mut a);
     sort(&mut b);
     a == b
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unknown_fields_are_told_apart_from_other_refusals() {
-        // As kube-apiserver v1.37.2 words them (the Job's template shortened).
-        let unknown_builtin = "failed to create typed patch object (default/typo; /v1, Kind=ConfigMap): .datta: field not declared in schema";
-        let unknown_custom = "failed to create typed patch object (default/g; example.tazuna.dev/v1, Kind=Gadget): .spec.colour: field not declared in schema";
-        let service = r#"The Service "web" is invalid: spec.clusterIPs[0]: Invalid value: ["10.96.0.10"]: may not change once set"#;
-        let job = r#"The Job "migrate" is invalid: spec.template: Invalid value: {"labels":{}}: field is immutable"#;
-        assert!(is_unknown_field(unknown_builtin));
-        assert!(is_unknown_field(unknown_custom));
-        assert!(!is_unknown_field(service));
-        assert!(!is_unknown_field(job));
-        assert!(is_immutable(service));
-        assert!(is_immutable(job));
-        assert!(!is_immutable(unknown_builtin));
-    }
 }

@@ -14,8 +14,8 @@ use tazuna_core::check::{Condition, Streak, Verdict};
 use tazuna_core::config::{Check, ResourceType, Test};
 use tazuna_core::inventory::ObjectRef;
 
-use crate::apply::api_for;
 use crate::cluster::Cluster;
+use crate::objects::api_for;
 
 /// A one-line description of `test`.
 pub fn describe(test: &Test) -> String {

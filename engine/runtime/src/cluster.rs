@@ -94,9 +94,8 @@ pub enum ClusterError {
     },
 }
 
-impl ClusterError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl tazuna_core::hint::Hint for ClusterError {
+    fn hint(&self) -> Option<String> {
         match self {
             Self::Kubeconfig { path: None, .. } => Some(
                 "pass `--kubeconfig <file>` or set `KUBECONFIG`; `kubectl config view` shows the one kubectl uses".into(),

@@ -1,5 +1,5 @@
-//! `tazuna destroy`: delete everything Tazuna's state says it applied, without
-//! rendering anything.
+//! Taking manifests down from their state, without rendering anything:
+//! `tazuna destroy`, and prune of manifests removed from the file.
 //!
 //! Manifests go in reverse dependency order (reverse declaration order when
 //! none declares `dependsOn`), so custom resources go before the manifests
@@ -7,50 +7,60 @@
 //! CRDs, then Namespaces, and each step waits until its objects are gone. A
 //! manifest's state is removed only after all its objects are.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
+use tazuna_core::graph;
 use tazuna_core::inventory::{ObjectRef, Phase};
 
-use crate::apply::{Counts, Event, ManifestOutcome, Outcome, Prune, Run};
+use crate::apply::{Action, Counts, Event, ManifestOutcome, Outcome, Prune, Run};
 use crate::state::Stored;
 
-/// Manifests of `states` in the order they are destroyed.
+/// Manifests of `states` in the order they are taken down: reverse
+/// dependency order, reverse declaration order among equals
+/// ([`graph::teardown`]).
 pub fn order(states: &BTreeMap<String, Stored>) -> Vec<&Stored> {
     let mut stored: Vec<&Stored> = states.values().collect();
     stored.sort_by_key(|s| (s.state.position, s.state.manifest.clone()));
-    let index: HashMap<&str, usize> = stored
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.state.manifest.as_str(), i))
-        .collect();
-    // Depth in the dependency graph: destroy the deepest first.
-    let mut depth = vec![0usize; stored.len()];
-    for _ in 0..stored.len() {
-        let mut changed = false;
-        for (i, s) in stored.iter().enumerate() {
-            for dependency in &s.state.depends_on {
-                if let Some(&d) = index.get(dependency.as_str())
-                    && depth[i] < depth[d] + 1
-                {
-                    depth[i] = depth[d] + 1;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
+    graph::teardown(&stored)
+        .into_iter()
+        .map(|i| stored[i])
+        .collect()
+}
+
+impl graph::Node for Stored {
+    fn name(&self) -> &str {
+        &self.state.manifest
     }
-    let mut order: Vec<usize> = (0..stored.len()).collect();
-    order.sort_by(|&a, &b| depth[b].cmp(&depth[a]).then(b.cmp(&a)));
-    order.into_iter().map(|i| stored[i]).collect()
+
+    fn depends_on(&self) -> &[String] {
+        &self.state.depends_on
+    }
 }
 
 impl Run<'_> {
     /// Destroy `manifests` (already in order). A failure stops the rest, so a
     /// CRD is never deleted while custom resources of a failed manifest remain.
     pub async fn destroy(&self, manifests: &[&Stored]) -> Vec<ManifestOutcome> {
+        self.take_down(manifests, Prune::Dangerous, Action::Deleted)
+            .await
+    }
+
+    /// Prune manifests removed from the file (already in order), by the
+    /// rules of in-file prune: Namespaces, CRDs and PVCs only with
+    /// [`Prune::Dangerous`], never an object annotated to be kept. Kept
+    /// objects stay in the manifest's record, so a later run can still
+    /// delete them.
+    pub async fn prune_removed(&self, manifests: &[&Stored], prune: Prune) -> Vec<ManifestOutcome> {
+        self.take_down(manifests, prune, Action::Pruned).await
+    }
+
+    async fn take_down(
+        &self,
+        manifests: &[&Stored],
+        prune: Prune,
+        deleted: Action,
+    ) -> Vec<ManifestOutcome> {
         let mut outcomes = Vec::new();
         let mut failed: Option<String> = None;
         for stored in manifests {
@@ -58,7 +68,7 @@ impl Run<'_> {
             if let Some(first) = &failed {
                 let outcome = ManifestOutcome {
                     manifest: name,
-                    outcome: Outcome::Skipped(format!("destroying `{first}` failed")),
+                    outcome: Outcome::Skipped(format!("deleting the objects of `{first}` failed")),
                     counts: Counts::default(),
                     elapsed: Duration::ZERO,
                 };
@@ -68,7 +78,9 @@ impl Run<'_> {
             }
             let started = Instant::now();
             let mut counts = Counts::default();
-            let result = self.destroy_manifest(stored, &mut counts).await;
+            let result = self
+                .take_down_manifest(stored, prune, deleted, &mut counts)
+                .await;
             let outcome = ManifestOutcome {
                 manifest: name.clone(),
                 outcome: match result {
@@ -87,7 +99,16 @@ impl Run<'_> {
         outcomes
     }
 
-    async fn destroy_manifest(&self, stored: &Stored, counts: &mut Counts) -> Result<(), String> {
+    /// Delete one record's objects that no other manifest keeps; plain
+    /// objects first, then CRDs, then Namespaces, each step waited for. The
+    /// record goes when nothing of it is left, else it keeps what was kept.
+    async fn take_down_manifest(
+        &self,
+        stored: &Stored,
+        prune: Prune,
+        deleted: Action,
+        counts: &mut Counts,
+    ) -> Result<(), String> {
         let name = &stored.state.manifest;
         self.observer.event(Event::Started {
             manifest: name.clone(),
@@ -96,16 +117,36 @@ impl Run<'_> {
         let mut phases: BTreeMap<std::cmp::Reverse<Phase>, Vec<ObjectRef>> = BTreeMap::new();
         for entry in stored.state.objects.iter().rev() {
             let object = entry.object();
+            // Another manifest renders or records it now: it moved there.
+            if self.ownership.kept_by(&object.key(), name).is_some() {
+                continue;
+            }
             phases
                 .entry(std::cmp::Reverse(Phase::of(&object)))
                 .or_default()
                 .push(object);
         }
+        let mut kept = Vec::new();
         for (_, objects) in phases {
-            self.remove(name, objects, Prune::Dangerous, counts)
+            kept.extend(
+                self.remove(name, objects, prune, deleted, counts)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            );
+        }
+        if kept.is_empty() {
+            return self.store.delete(stored).await.map_err(|e| e.to_string());
+        }
+        let kept: HashSet<ObjectRef> = kept.into_iter().collect();
+        let mut state = stored.state.clone();
+        state.objects.retain(|e| kept.contains(&e.object()));
+        state.stack = Some(self.stack.to_owned());
+        if state != stored.state {
+            self.store
+                .save(&state, Some(stored))
                 .await
                 .map_err(|e| e.to_string())?;
         }
-        self.store.delete(stored).await.map_err(|e| e.to_string())
+        Ok(())
     }
 }

@@ -61,17 +61,16 @@ pub enum GuardError {
     },
 }
 
-impl GuardError {
-    /// What to do about it.
-    pub fn hint(&self) -> String {
-        match self {
+impl tazuna_core::hint::Hint for GuardError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
             Self::ContextMismatch { .. } => "pick a matching context with `--context <name>`, select another environment with `-e <name>`, or fix `context_matches`; patterns match anywhere in the name unless anchored with ^…$".into(),
             Self::WrongCluster { binding: BindingSource::File, target, .. } => format!(
                 "if this really is the cluster for this file now, set `spec.cluster.uid` to `{}`",
                 target.uid
             ),
             Self::WrongCluster { .. } => "if the cluster was rebuilt on purpose and this file now belongs to it, rerun with `--rebind` to bind it to the new cluster".into(),
-        }
+        })
     }
 }
 
@@ -165,6 +164,8 @@ pub fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests {
+    use tazuna_core::hint::Hint as _;
+
     use super::*;
 
     fn guard(patterns: &[&str], mode: MatchMode) -> ContextGuard {
@@ -251,7 +252,7 @@ mod tests {
             text.contains("`uid-b`") && text.contains("`uid-a`"),
             "{text}"
         );
-        assert!(error.hint().contains("--rebind"));
+        assert!(error.hint().unwrap().contains("--rebind"));
         let rebound = g
             .check_identity(&target("uid-b"), &lock, Rebind::Rebind)
             .unwrap()
@@ -272,6 +273,6 @@ mod tests {
         let error = g
             .check_identity(&target("uid-x"), &lock, Rebind::Rebind)
             .unwrap_err();
-        assert!(error.hint().contains("spec.cluster.uid"));
+        assert!(error.hint().unwrap().contains("spec.cluster.uid"));
     }
 }

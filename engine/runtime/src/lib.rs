@@ -4,6 +4,12 @@
 //! - [`plugins`]: the built-in plugins embedded in the binary, and loading
 //!   third-party ones pinned in `spec.plugins`;
 //! - [`render`]: one plugin call per manifest, in parallel, into Kubernetes objects;
+//! - [`objects`]: the ground floor of the Kubernetes side (field manager,
+//!   apply parameters, API lookup, annotations, error classification), which
+//!   apply, plan, live reads, waits and checks build on;
+//! - [`stack`]: a run over one file (a stack) and one cluster, which conducts
+//!   render, plan, apply, prune, destroy and status; [`ownership`] decides
+//!   which records and objects are the stack's;
 //! - [`report`]: output formats shared by every command.
 //!
 //! The pure parts (config model, manifest graph) live in `tazuna-core`, which
@@ -17,11 +23,14 @@ pub mod distribution;
 pub mod guard;
 pub mod host;
 pub mod live;
+pub mod objects;
+pub mod ownership;
 pub mod plan;
 pub mod plugins;
 pub mod render;
 pub mod report;
 pub mod secrets;
+pub mod stack;
 pub mod state;
 pub mod status;
 pub mod wait;

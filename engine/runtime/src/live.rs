@@ -11,9 +11,8 @@ use kube::api::ListParams;
 use serde_json::Value;
 use tazuna_core::inventory::ObjectRef;
 
-use crate::apply::api_for;
 use crate::cluster::{Cluster, Resolved};
-use crate::wait;
+use crate::objects::api_for;
 
 /// Live objects by kind and namespace, listed on first use.
 pub struct LiveIndex<'a> {
@@ -86,7 +85,7 @@ impl<'a> LiveIndex<'a> {
             };
             let mut by_name = HashMap::with_capacity(items.len());
             for (name, mut value) in items {
-                wait::fill_type(&mut value, object);
+                crate::objects::fill_type(&mut value, object);
                 by_name.insert(name.unwrap_or_default(), value);
             }
             self.lists.insert(key.clone(), by_name);
@@ -108,7 +107,7 @@ fn slim(metadata: kube::api::ObjectMeta) -> Value {
         .managed_fields
         .unwrap_or_default()
         .into_iter()
-        .filter(|f| f.manager.as_deref() == Some(crate::apply::FIELD_MANAGER))
+        .filter(|f| f.manager.as_deref() == Some(crate::objects::FIELD_MANAGER))
         .collect();
     serde_json::json!({
         "metadata": {

@@ -17,12 +17,14 @@ use tazuna_core::config::Manifest;
 use tazuna_core::diff;
 use tazuna_core::inventory::{self, ObjectRef};
 
-use crate::apply::{FIELD_MANAGER, api_for, apply_params, owned_fields_hash};
 use crate::cluster::{Cluster, Resolved};
 use crate::live::LiveIndex;
+use crate::objects::{
+    FIELD_MANAGER, api_for, apply_params, fill_type, owned_fields_hash, prepare_object,
+};
+use crate::ownership::Ownership;
 use crate::render::Rendered;
 use crate::state::{Entry, Stored};
-use crate::wait;
 
 /// What would happen to one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -81,10 +83,10 @@ pub enum PlanError {
 
 impl PlanError {
     fn request(what: String, error: &kube::Error) -> Self {
-        let mut message = crate::apply::status_message(error);
-        if crate::apply::is_unknown_field(&message) {
+        let mut message = crate::objects::errors::status_message(error);
+        if crate::objects::errors::is_unknown_field(&message) {
             message.push_str("\nhint: ");
-            message.push_str(crate::apply::UNKNOWN_FIELD_HINT);
+            message.push_str(crate::objects::errors::UNKNOWN_FIELD_HINT);
         }
         Self::Request { what, message }
     }
@@ -111,14 +113,16 @@ pub enum Question {
     Pending,
 }
 
-/// Compare `intents` with the cluster. `states` is Tazuna's state; `all_names`
-/// are the manifests in the file (state of others is reported as to be
-/// pruned); `hash_key` is the Secret hash key, if the cluster has one.
+/// Compare `intents` with the cluster. `states` is the stack's own state;
+/// `all_names` are the manifests in the file (state of others is reported as
+/// to be pruned); `ownership` says which objects other manifests keep;
+/// `hash_key` is the Secret hash key, if the cluster has one.
 pub async fn compare(
     cluster: &Cluster,
     states: &BTreeMap<String, Stored>,
     intents: &[Intent<'_>],
     all_names: &HashSet<String>,
+    ownership: &Ownership,
     hash_key: Option<&[u8]>,
     question: Question,
 ) -> Result<Report, PlanError> {
@@ -128,10 +132,26 @@ pub async fn compare(
             states,
             intents,
             all_names,
+            ownership,
             hash_key,
         ));
     }
     let mut live = LiveIndex::metadata(cluster);
+    // Namespaces the run creates: objects in them cannot be dry-run yet, so
+    // they are shown as creates of what would be sent.
+    let created_namespaces: HashSet<String> = if question == Question::Plan {
+        let rendered: HashSet<String> = intents
+            .iter()
+            .flat_map(|i| i.rendered.objects.iter())
+            .filter_map(|o| ObjectRef::of(&o.value))
+            .filter(|o| o.group.is_empty() && o.kind == "Namespace")
+            .map(|o| o.name)
+            .collect();
+        let existing = live_namespaces(cluster).await?;
+        rendered.difference(&existing).cloned().collect()
+    } else {
+        HashSet::new()
+    };
     // Requests beyond the lists: full reads and dry runs of changed objects.
     let mut dry_runs = 0;
     let mut report = Report::default();
@@ -210,6 +230,19 @@ pub async fn compare(
                 report.unchanged += 1;
                 continue;
             }
+            if current.is_none()
+                && let Some(namespace) = &object.namespace
+                && created_namespaces.contains(namespace)
+            {
+                report.changes.push(Change {
+                    manifest: name.clone(),
+                    object: object.to_string(),
+                    change: ChangeKind::Create,
+                    diff: diff::unified(None, Some(&value), 3),
+                    note: Some(format!("namespace `{namespace}` is created by this plan")),
+                });
+                continue;
+            }
             if question == Question::Drift && current.is_none() {
                 report.changes.push(Change {
                     manifest: name.clone(),
@@ -231,7 +264,7 @@ pub async fn compare(
                     })?;
                     full.map(|o| {
                         let mut value = serde_json::to_value(&o).unwrap_or(Value::Null);
-                        wait::fill_type(&mut value, &object);
+                        fill_type(&mut value, &object);
                         value
                     })
                 }
@@ -266,8 +299,25 @@ pub async fn compare(
                 )
             })?;
             let mut after = serde_json::to_value(&result).unwrap_or(Value::Null);
-            wait::fill_type(&mut after, &object);
+            fill_type(&mut after, &object);
             let text = diff::unified(current.as_ref(), Some(&after), 3);
+            // Fields changed by hand since an apply of the same intent are
+            // drift, which apply takes back (see `objects::errors::hand_edits`).
+            let (conflict, retaken) = match conflict {
+                Some(message) if same_intent => {
+                    match crate::objects::errors::hand_edits(&message, current.as_ref()) {
+                        Some(editors) => (None, Some(editors)),
+                        None => (Some(message), None),
+                    }
+                }
+                other => (other, None),
+            };
+            let retaken = retaken.map(|editors| {
+                format!(
+                    "changed live by {}; `apply` takes the fields back",
+                    editors.join(", ")
+                )
+            });
             match (text, conflict) {
                 (None, None) => report.unchanged += 1,
                 (text, Some(message)) => report.changes.push(Change {
@@ -288,7 +338,7 @@ pub async fn compare(
                         ChangeKind::Create
                     },
                     diff: Some(text),
-                    note: [other_managers(current.as_ref()), warning]
+                    note: [retaken, other_managers(current.as_ref()), warning]
                         .into_iter()
                         .flatten()
                         .reduce(|a, b| format!("{a}; {b}")),
@@ -300,25 +350,36 @@ pub async fn compare(
         {
             for entry in &stored.state.objects {
                 let object = entry.object();
-                if !seen.contains(&object) {
-                    let note = if intent.manifest.prune {
-                        "no longer rendered"
-                    } else {
-                        "no longer rendered; deleted with `apply --prune`"
-                    };
-                    report.changes.push(Change {
-                        manifest: name.clone(),
-                        object: object.to_string(),
-                        change: ChangeKind::Delete,
-                        diff: None,
-                        note: Some(note.into()),
-                    });
+                if seen.contains(&object) || ownership.kept_by(&object.key(), name).is_some() {
+                    continue;
                 }
+                let resolved = cluster.resolve(&object);
+                let keep = match &resolved {
+                    Some(resolved) => live
+                        .get(&object, resolved)
+                        .await
+                        .ok()
+                        .flatten()
+                        .is_some_and(keeps_itself),
+                    None => false,
+                };
+                report.changes.push(Change {
+                    manifest: name.clone(),
+                    object: object.to_string(),
+                    change: ChangeKind::Delete,
+                    diff: None,
+                    note: Some(prune_note(
+                        &object,
+                        "no longer rendered",
+                        intent.manifest.prune,
+                        keep,
+                    )),
+                });
             }
         }
     }
     if question == Question::Plan {
-        removed_manifests(states, all_names, &mut report);
+        removed_manifests(states, all_names, ownership, &mut report);
     }
     report.requests = live.requests() + dry_runs;
     Ok(report)
@@ -333,6 +394,7 @@ pub fn pending(
     states: &BTreeMap<String, Stored>,
     intents: &[Intent<'_>],
     all_names: &HashSet<String>,
+    ownership: &Ownership,
     hash_key: Option<&[u8]>,
 ) -> Report {
     let key = hash_key.unwrap_or(b"");
@@ -388,19 +450,69 @@ pub fn pending(
         let recorded = states.get(name).map(|s| s.state.objects.as_slice());
         for entry in recorded.unwrap_or_default() {
             let object = entry.object();
-            if !seen.contains(&object) {
+            if !seen.contains(&object) && ownership.kept_by(&object.key(), name).is_none() {
                 report.changes.push(Change {
                     manifest: name.clone(),
                     object: object.to_string(),
                     change: ChangeKind::Delete,
                     diff: None,
-                    note: Some("no longer rendered; deleted with `apply --prune`".into()),
+                    note: Some(prune_note(
+                        &object,
+                        "no longer rendered",
+                        intent.manifest.prune,
+                        false,
+                    )),
                 });
             }
         }
     }
-    removed_manifests(states, all_names, &mut report);
+    removed_manifests(states, all_names, ownership, &mut report);
     report
+}
+
+/// What `apply` does with an object no longer rendered, in the words plan
+/// and state diff show: the rules of [`crate::apply`]'s prune.
+fn prune_note(object: &ObjectRef, why: &str, prunes_itself: bool, annotated: bool) -> String {
+    if annotated {
+        return format!(
+            "{why}; kept: annotated `{}: disabled`",
+            crate::objects::PRUNE_ANNOTATION
+        );
+    }
+    if crate::objects::is_dangerous(object) {
+        return format!(
+            "{why}; a {} is deleted only with `apply --prune-dangerous`",
+            object.kind
+        );
+    }
+    if prunes_itself {
+        format!("{why}; deleted by the next `apply` (`prune: true`)")
+    } else {
+        format!("{why}; deleted with `apply --prune`")
+    }
+}
+
+/// Whether a live object is annotated to be kept.
+fn keeps_itself(live: &Value) -> bool {
+    live.pointer("/metadata/annotations")
+        .and_then(|a| a.get(crate::objects::PRUNE_ANNOTATION))
+        .and_then(Value::as_str)
+        == Some("disabled")
+}
+
+/// The names of the namespaces that exist live (one list call).
+async fn live_namespaces(cluster: &Cluster) -> Result<HashSet<String>, PlanError> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+        kube::Api::all(cluster.client().clone());
+    let list = api
+        .list_metadata(&kube::api::ListParams::default())
+        .await
+        .map_err(|error| PlanError::request("cannot list namespaces".into(), &error))?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect())
 }
 
 /// A manifest's state entries by object; empty when it was never applied.
@@ -414,10 +526,12 @@ fn recorded<'a>(
         .unwrap_or_default()
 }
 
-/// Every object of a manifest that is in state but no longer in the file.
+/// Every object of the stack's manifests that are in state but no longer
+/// in the file, unless another manifest keeps it.
 fn removed_manifests(
     states: &BTreeMap<String, Stored>,
     all_names: &HashSet<String>,
+    ownership: &Ownership,
     report: &mut Report,
 ) {
     for (name, stored) in states {
@@ -425,55 +539,25 @@ fn removed_manifests(
             continue;
         }
         for entry in &stored.state.objects {
+            let object = entry.object();
+            if ownership.kept_by(&object.key(), name).is_some() {
+                continue;
+            }
             report.changes.push(Change {
                 manifest: name.clone(),
-                object: entry.object().to_string(),
+                object: object.to_string(),
                 change: ChangeKind::Delete,
                 diff: None,
-                note: Some(
-                    "its manifest was removed from the file; deleted with `apply --prune`".into(),
-                ),
+                note: Some(prune_note(
+                    &object,
+                    "its manifest was removed from the file",
+                    false,
+                    false,
+                )),
             });
         }
     }
 }
-
-/// Make a rendered object what `apply` sends: namespaced objects without a
-/// namespace get the manifest's (or `default`), cluster-scoped ones lose
-/// theirs, and every object is annotated with the manifest that owns it
-/// ([`MANIFEST_ANNOTATION`]), which prune and destroy check before deleting.
-pub fn prepare_object(value: &mut Value, resolved: &Resolved, manifest: &Manifest) {
-    let Some(metadata) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    if resolved.namespaced {
-        if !metadata.contains_key("namespace") {
-            let namespace = manifest
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into());
-            metadata.insert("namespace".into(), Value::String(namespace));
-        }
-    } else {
-        metadata.remove("namespace");
-    }
-    let annotations = metadata
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if !annotations.is_object() {
-        *annotations = Value::Object(serde_json::Map::new());
-    }
-    annotations
-        .as_object_mut()
-        .expect("made an object above")
-        .insert(
-            MANIFEST_ANNOTATION.into(),
-            Value::String(manifest.name.clone()),
-        );
-}
-
-/// The annotation naming the manifest an object belongs to.
-pub const MANIFEST_ANNOTATION: &str = "tazuna.dev/manifest";
 
 /// Managers other than Tazuna that own fields of `live`: after a hand-over
 /// (Argo CD, Flux), plan says who else writes the object.
@@ -584,6 +668,8 @@ mod tests {
                 git_commit: None,
                 applied_at: "2026-11-30T00:00:00Z".into(),
                 cluster: "uid".into(),
+                stack: None,
+                incomplete: false,
                 objects: entries,
             },
             resource_version: Some("1".into()),
@@ -622,7 +708,14 @@ mod tests {
         }];
         let names = HashSet::from(["app".to_owned()]);
 
-        let report = pending(resolve, &states, &intents, &names, None);
+        let report = pending(
+            resolve,
+            &states,
+            &intents,
+            &names,
+            &Ownership::default(),
+            None,
+        );
 
         assert_eq!(
             summary(&report),
@@ -652,6 +745,7 @@ mod tests {
             &states,
             &intents,
             &HashSet::from(["app".to_owned()]),
+            &Ownership::default(),
             None,
         );
 
@@ -677,6 +771,7 @@ mod tests {
             &states,
             &intents,
             &HashSet::from(["app".to_owned()]),
+            &Ownership::default(),
             None,
         );
 

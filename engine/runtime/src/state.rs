@@ -31,6 +31,7 @@ pub const NAMESPACE: &str = "tazuna";
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "tazuna");
 const STATE_LABEL: &str = "tazuna.dev/state";
 const MANIFEST_ANNOTATION: &str = "tazuna.dev/manifest";
+const STACK_ANNOTATION: &str = "tazuna.dev/stack";
 const PLAIN_KEY: &str = "state.json";
 const COMPRESSED_KEY: &str = "state.json.gz";
 /// States bigger than this are stored gzip-compressed (a ConfigMap holds at most 1 MiB).
@@ -62,6 +63,15 @@ pub struct ManifestState {
     pub applied_at: String,
     /// The cluster identity (kube-system UID) it was applied to.
     pub cluster: String,
+    /// The stack (the file) that applied it; `None` in state written by Go
+    /// Tazuna or by versions before stacks, which the first stack that
+    /// declares the manifest adopts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<String>,
+    /// The last apply of this manifest failed part way: every object it sent
+    /// is recorded, and each is sent and waited for again on the next apply.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
     /// Every object it applied.
     pub objects: Vec<Entry>,
 }
@@ -176,12 +186,11 @@ pub enum StateError {
     },
 }
 
-impl StateError {
-    /// What to do about it.
-    pub fn hint(&self) -> Option<String> {
+impl tazuna_core::hint::Hint for StateError {
+    fn hint(&self) -> Option<String> {
         match self {
             Self::Conflict { .. } => Some("another run may be working on this cluster; rerun once it is done, and the state converges".into()),
-            Self::Locked { .. } => Some("wait for it to finish, or pass `--lock-timeout <seconds>` to wait longer; a crashed run's lock expires 60 s after its last renewal (at once for a run on this host)".into()),
+            Self::Locked { .. } => Some("wait for it to finish, or pass `--lock-timeout <seconds>` to wait longer; a crashed run's lock is taken over 60 s after its last renewal, or once it stays unchanged for 60 s (at once for a run on this host)".into()),
             Self::Damaged { name, .. } => Some(format!("inspect it with `kubectl -n tazuna get configmap {name} -o yaml`; deleting it makes Tazuna forget that manifest's objects")),
             Self::Request { .. } => None,
         }
@@ -432,31 +441,49 @@ impl Store {
     }
 
     /// Take the cluster's lock, waiting up to `timeout` for another holder.
+    ///
+    /// A Lease is not trusted forever: one whose renew time has passed by its
+    /// duration, whose holder was a run on this host that is gone, or that
+    /// stayed unchanged for [`LEASE_SECONDS`] while this run watched it (a
+    /// renew time in the future proves nothing) is taken over. Waiting is
+    /// stretched to that bound, so a planted or abandoned Lease never blocks
+    /// a run for good.
     pub async fn lock(&self, holder: &str, timeout: Duration) -> Result<LockGuard, StateError> {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), NAMESPACE);
-        let deadline = tokio::time::Instant::now() + timeout;
+        let mut deadline = tokio::time::Instant::now() + timeout;
+        let mut watched: Option<Watched> = None;
         loop {
-            match self.try_lock(&leases, holder).await? {
-                None => {
+            match self.try_lock(&leases, holder, &mut watched).await? {
+                Attempt::Taken { from } => {
                     let renew = tokio::spawn(renew_lease(leases.clone(), holder.to_owned()));
                     return Ok(LockGuard {
                         leases,
                         holder: holder.to_owned(),
                         renew,
+                        taken_over: from,
                     });
                 }
-                Some(error) if tokio::time::Instant::now() >= deadline => return Err(error),
-                Some(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+                Attempt::Held(error) => {
+                    if let Some(watched) = &watched {
+                        deadline =
+                            deadline.max(watched.since + STALE_AFTER + Duration::from_secs(1));
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(error);
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
             }
         }
     }
 
-    /// `None` when the lock was taken, else who holds it.
+    /// One try at the lock.
     async fn try_lock(
         &self,
         leases: &Api<Lease>,
         holder: &str,
-    ) -> Result<Option<StateError>, StateError> {
+        watched: &mut Option<Watched>,
+    ) -> Result<Attempt, StateError> {
         let now = jiff::Timestamp::now();
         let fresh = Lease {
             metadata: ObjectMeta {
@@ -473,45 +500,143 @@ impl Store {
                 ..LeaseSpec::default()
             }),
         };
-        match leases
+        let raced = || {
+            Attempt::Held(StateError::Locked {
+                holder: "another run".into(),
+                renewed: "just now".into(),
+            })
+        };
+        let Some(current) = leases
             .get_opt(LEASE)
             .await
             .map_err(request("read the lock"))?
-        {
-            None => match leases.create(&PostParams::default(), &fresh).await {
-                Ok(_) => Ok(None),
-                Err(e) if is_status(&e, 409) => Ok(Some(StateError::Locked {
-                    holder: "another run".into(),
-                    renewed: "just now".into(),
-                })),
+        else {
+            return match leases.create(&PostParams::default(), &fresh).await {
+                Ok(_) => Ok(Attempt::Taken { from: None }),
+                Err(e) if is_status(&e, 409) => Ok(raced()),
                 Err(e) => Err(request("create the lock")(e)),
-            },
-            Some(current) => {
-                let spec = current.spec.clone().unwrap_or_default();
-                let held_by = spec.holder_identity.clone().unwrap_or_default();
-                let renewed = spec.renew_time.as_ref().map(|t| t.0);
-                let duration = i64::from(spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS));
-                let expired = renewed.is_none_or(|r| now.as_second() - r.as_second() > duration)
-                    || crashed_here(&held_by);
-                if !held_by.is_empty() && held_by != holder && !expired {
-                    return Ok(Some(StateError::Locked {
-                        holder: held_by,
-                        renewed: renewed.map(|r| r.to_string()).unwrap_or_default(),
-                    }));
-                }
-                let mut taken = fresh;
-                taken.metadata.resource_version = current.metadata.resource_version.clone();
-                match leases.replace(LEASE, &PostParams::default(), &taken).await {
-                    Ok(_) => Ok(None),
-                    Err(e) if is_status(&e, 409) => Ok(Some(StateError::Locked {
-                        holder: "another run".into(),
-                        renewed: "just now".into(),
-                    })),
-                    Err(e) => Err(request("take the lock")(e)),
-                }
-            }
+            };
+        };
+        let spec = current.spec.clone().unwrap_or_default();
+        let held_by = spec.holder_identity.clone().unwrap_or_default();
+        let version = current
+            .metadata
+            .resource_version
+            .clone()
+            .unwrap_or_default();
+        if watched.as_ref().is_none_or(|w| w.version != version) {
+            *watched = Some(Watched {
+                version: version.clone(),
+                since: tokio::time::Instant::now(),
+            });
+        }
+        let unchanged_for = watched
+            .as_ref()
+            .map(|w| w.since.elapsed())
+            .unwrap_or_default();
+        let verdict = lease_verdict(&spec, now, unchanged_for, crashed_here(&held_by));
+        if !held_by.is_empty() && held_by != holder && verdict == LeaseVerdict::Live {
+            let renewed = spec
+                .renew_time
+                .as_ref()
+                .map(|r| {
+                    if r.0 > now {
+                        format!(
+                            "{} (in the future; taken over if it stays unchanged for {} s)",
+                            r.0,
+                            STALE_AFTER.as_secs()
+                        )
+                    } else {
+                        r.0.to_string()
+                    }
+                })
+                .unwrap_or_else(|| "never".into());
+            return Ok(Attempt::Held(StateError::Locked {
+                holder: held_by,
+                renewed,
+            }));
+        }
+        let from = (!held_by.is_empty() && held_by != holder)
+            .then(|| format!("`{held_by}` ({})", verdict.reason()));
+        let mut taken = fresh;
+        taken.metadata.resource_version = current.metadata.resource_version.clone();
+        match leases.replace(LEASE, &PostParams::default(), &taken).await {
+            Ok(_) => Ok(Attempt::Taken { from }),
+            Err(e) if is_status(&e, 409) => Ok(raced()),
+            Err(e) => Err(request("take the lock")(e)),
         }
     }
+}
+
+/// A Lease this run has seen, and since when it has not changed.
+#[derive(Debug)]
+struct Watched {
+    version: String,
+    since: tokio::time::Instant,
+}
+
+/// What one try at the lock found.
+enum Attempt {
+    /// The lock is this run's; `from` names the holder it was taken from.
+    Taken { from: Option<String> },
+    /// Someone else holds it.
+    Held(StateError),
+}
+
+/// Whether a Lease someone holds may be taken over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeaseVerdict {
+    /// Its holder renews it: wait.
+    Live,
+    /// Its renew time passed by more than its duration.
+    Expired,
+    /// Its holder was a run on this host that is gone.
+    HolderGone,
+    /// It did not change while this run watched it for [`STALE_AFTER`]; its
+    /// renew time (perhaps in the future) is not believed.
+    Stale,
+}
+
+impl LeaseVerdict {
+    fn reason(self) -> &'static str {
+        match self {
+            Self::Live => "held",
+            Self::Expired => "expired",
+            Self::HolderGone => "its process is gone",
+            Self::Stale => "not renewed while this run waited",
+        }
+    }
+}
+
+/// Longest lease duration believed; a bigger one is treated as this.
+const MAX_LEASE_SECONDS: i64 = 300;
+
+/// How long a Lease may stay unchanged before it is taken over, whatever it
+/// says of itself. A live holder renews every 20 s.
+const STALE_AFTER: Duration = Duration::from_secs(LEASE_SECONDS as u64);
+
+fn lease_verdict(
+    spec: &LeaseSpec,
+    now: jiff::Timestamp,
+    unchanged_for: Duration,
+    holder_gone: bool,
+) -> LeaseVerdict {
+    if holder_gone {
+        return LeaseVerdict::HolderGone;
+    }
+    let duration =
+        i64::from(spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS)).clamp(1, MAX_LEASE_SECONDS);
+    match spec.renew_time.as_ref().map(|t| t.0) {
+        None => return LeaseVerdict::Expired,
+        Some(renewed) if now.as_second() - renewed.as_second() > duration => {
+            return LeaseVerdict::Expired;
+        }
+        _ => {}
+    }
+    if unchanged_for >= STALE_AFTER {
+        return LeaseVerdict::Stale;
+    }
+    LeaseVerdict::Live
 }
 
 const LEASE_SECONDS: i32 = 60;
@@ -565,9 +690,15 @@ pub struct LockGuard {
     leases: Api<Lease>,
     holder: String,
     renew: tokio::task::JoinHandle<()>,
+    taken_over: Option<String>,
 }
 
 impl LockGuard {
+    /// The holder this run took the lock from, and why it could.
+    pub fn taken_over(&self) -> Option<&str> {
+        self.taken_over.as_deref()
+    }
+
     /// Give the lock back.
     pub async fn release(self) {
         self.renew.abort();
@@ -636,7 +767,17 @@ fn encode(state: &ManifestState) -> ConfigMap {
                 ]
                 .into(),
             ),
-            annotations: Some([(MANIFEST_ANNOTATION.to_owned(), state.manifest.clone())].into()),
+            annotations: Some(
+                [(MANIFEST_ANNOTATION.to_owned(), state.manifest.clone())]
+                    .into_iter()
+                    .chain(
+                        state
+                            .stack
+                            .clone()
+                            .map(|stack| (STACK_ANNOTATION.to_owned(), stack)),
+                    )
+                    .collect(),
+            ),
             ..ObjectMeta::default()
         },
         ..ConfigMap::default()
@@ -736,6 +877,8 @@ fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<ManifestState, S
         git_commit: Some(metadata.git_commit_hash).filter(|c| !c.is_empty()),
         applied_at: metadata.last_synced_at,
         cluster: String::new(),
+        stack: None,
+        incomplete: false,
         objects,
     })
 }
@@ -758,6 +901,8 @@ mod tests {
             git_commit: None,
             applied_at: "2026-11-30T00:00:00Z".into(),
             cluster: "uid".into(),
+            stack: Some("platform".into()),
+            incomplete: false,
             objects: (0..objects)
                 .map(|i| Entry {
                     group: String::new(),
@@ -797,6 +942,47 @@ mod tests {
             "someone@another-host pid 4000000 (2026-11-30T00:00:00Z)"
         ));
         assert!(!crashed_here("another run"));
+    }
+
+    #[test]
+    fn a_lease_renewed_in_the_future_is_taken_over_once_it_stays_unchanged() {
+        let now = jiff::Timestamp::now();
+        let planted = LeaseSpec {
+            holder_identity: Some("ghost@elsewhere pid 1".into()),
+            lease_duration_seconds: Some(60),
+            renew_time: Some(MicroTime("2099-01-01T00:00:00Z".parse().unwrap())),
+            ..LeaseSpec::default()
+        };
+        assert_eq!(
+            lease_verdict(&planted, now, Duration::ZERO, false),
+            LeaseVerdict::Live
+        );
+        assert_eq!(
+            lease_verdict(&planted, now, STALE_AFTER, false),
+            LeaseVerdict::Stale
+        );
+        let huge = LeaseSpec {
+            lease_duration_seconds: Some(i32::MAX),
+            renew_time: Some(MicroTime(now - jiff::SignedDuration::from_secs(301))),
+            ..planted.clone()
+        };
+        assert_eq!(
+            lease_verdict(&huge, now, Duration::ZERO, false),
+            LeaseVerdict::Expired,
+            "a lease duration beyond 300 s is not believed"
+        );
+        let renewed = LeaseSpec {
+            renew_time: Some(MicroTime(now)),
+            ..planted
+        };
+        assert_eq!(
+            lease_verdict(&renewed, now, Duration::ZERO, false),
+            LeaseVerdict::Live
+        );
+        assert_eq!(
+            lease_verdict(&renewed, now, Duration::ZERO, true),
+            LeaseVerdict::HolderGone
+        );
     }
 
     #[test]

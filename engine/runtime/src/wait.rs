@@ -17,8 +17,8 @@ use serde_json::Value;
 use tazuna_core::inventory::ObjectRef;
 use tazuna_core::readiness::{self, Readiness};
 
-use crate::apply::api_for;
 use crate::cluster::Resolved;
+use crate::objects::api_for;
 
 /// An object to wait for, with how it looked last.
 #[derive(Debug, Clone)]
@@ -178,7 +178,7 @@ pub async fn until_ready(
         };
         let reference = reference.clone();
         let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
-        fill_type(&mut value, &reference);
+        crate::objects::fill_type(&mut value, &reference);
         match readiness::assess(&value) {
             Readiness::Ready => {
                 pending.remove(&key);
@@ -198,14 +198,6 @@ pub async fn until_ready(
         }
     }
     Ok(())
-}
-
-/// List items come without `apiVersion` and `kind`; readiness rules need them.
-pub fn fill_type(value: &mut Value, reference: &ObjectRef) {
-    if let Value::Object(map) = value {
-        map.insert("apiVersion".into(), Value::String(reference.api_version()));
-        map.insert("kind".into(), Value::String(reference.kind.clone()));
-    }
 }
 
 /// Wait until each of `objects` (deleted, possibly with finalizers pending)

@@ -4,9 +4,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Args;
-use tazuna_core::graph;
-use tazuna_engine::render::RenderSettings;
 use tazuna_engine::report::{self, OutputFormat};
+use tazuna_engine::stack::Writes;
 
 use crate::failure::{self, Reported};
 use crate::settings::GlobalSettings;
@@ -33,20 +32,11 @@ pub struct Build {
 impl Build {
     /// Render and print.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let config = super::load_config(settings)?;
-        let selected = config.select(&settings.tags)?;
-        let ordered: Vec<_> = graph::order(&selected)
-            .into_iter()
-            .map(|i| selected[i])
-            .collect();
-        let (host, plugins) = super::load_plugins(settings, &config, &ordered)?;
-        let render_settings = RenderSettings {
-            environment: settings.environment.clone(),
-            values: config.values(),
-            cluster: None,
-            concurrency: self.concurrency,
-        };
-        let results = super::render_pinned(settings, &host, &plugins, &ordered, &render_settings)?;
+        let stack = super::open(settings, Writes::Persist)?;
+        let ordered = stack.ordered()?;
+        let (host, plugins) = stack.source_plugins(&ordered)?;
+        let render_settings = stack.render_settings(None, self.concurrency);
+        let results = stack.render(&host, &plugins, &ordered, &render_settings)?;
 
         let mut rendered = Vec::new();
         let mut failures = 0;

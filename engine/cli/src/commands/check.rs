@@ -10,6 +10,7 @@ use tazuna_engine::host::{Severity, locate_tool, tool_env_var};
 use tazuna_engine::plugins::{PluginSet, Role};
 use tazuna_engine::render::{self, PathProblem};
 use tazuna_engine::report::OutputFormat;
+use tazuna_engine::stack::Writes;
 
 use crate::failure::{self, Reported};
 use crate::settings::GlobalSettings;
@@ -30,17 +31,19 @@ pub struct Check {}
 impl Check {
     /// Validate and report.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let config = super::load_config(settings)?;
+        let stack = super::open(settings, Writes::Persist)?;
+        let config = stack.config();
         let manifests: Vec<_> = config.manifests.iter().collect();
-        let (host, plugins) = super::load_plugins(settings, &config, &manifests)?;
+        let (host, plugins) = stack.source_plugins(&manifests)?;
         // A provider whose type names a plugin needs a secret resolver there:
         // loading it now finds a wrong world before a run needs a value.
-        let resolvers: Vec<(&str, Role)> = super::declared_roles(&config)
+        let resolvers: Vec<(&str, Role)> = stack
+            .declared_roles()
             .into_iter()
             .filter(|(_, role)| *role == Role::Resolver)
             .collect();
         if !resolvers.is_empty() {
-            super::load_plugin_set(settings, &config, &host, &resolvers, Resolve::Pinned)?;
+            stack.plugin_set(&host, &resolvers, Resolve::Pinned)?;
         }
 
         let mut problems = Vec::new();

@@ -6,20 +6,18 @@ use std::time::Duration;
 
 use anyhow::bail;
 use clap::Args;
-use tazuna_engine::apply::{ApplySettings, Conflicts, Mode, Prune, Recreate, Run};
 use tazuna_engine::guard::Rebind;
-use tazuna_engine::state::Store;
+use tazuna_engine::stack::{Access, Teardown, Writes};
 
-use super::apply::{holder, state_error};
-use super::cluster::{self, Access};
 use crate::failure::Reported;
 use crate::progress::{self, Progress};
 use crate::settings::GlobalSettings;
 
-/// Delete every object Tazuna's state records, then the state itself.
+/// Delete every object this file's state records, then the state itself.
 ///
 /// Works from the state in the cluster, not from a new render, so it removes
-/// exactly what was applied. Manifests go in reverse dependency order; custom
+/// exactly what was applied, and only what this file (its stack) applied:
+/// other files' objects on the same cluster stay. Manifests go in reverse dependency order; custom
 /// resources go before their CRDs, and each deletion is waited for. Objects
 /// annotated `tazuna.dev/prune: disabled`, and objects Tazuna no longer
 /// manages, are left alone. The context guard must pass, and it asks for
@@ -45,86 +43,60 @@ impl Destroy {
     }
 
     async fn run_async(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let config = super::load_config(settings)?;
-        let cluster = cluster::connect(settings, &config, Access::Write(Rebind::Refuse)).await?;
-        let store = Store::new(cluster.client().clone());
-        let mut states = store.load().await.map_err(state_error)?;
-        if !settings.tags.is_empty() {
-            let selected: Vec<String> = config
-                .select(&settings.tags)?
-                .iter()
-                .map(|m| m.name.clone())
-                .collect();
-            states.retain(|name, _| selected.contains(name));
-        }
-        if states.is_empty() {
-            eprintln!("nothing to destroy: Tazuna's state on this cluster is empty");
-            return Ok(ExitCode::SUCCESS);
-        }
-        let objects: usize = states.values().map(|s| s.state.objects.len()).sum();
-        if !self.yes {
-            if !std::io::stdin().is_terminal() {
-                bail!(
-                    "destroy deletes {objects} objects of {} manifests and needs a confirmation\nhint: pass `--yes` to confirm without a terminal",
-                    states.len()
-                );
+        let stack = super::open(settings, Writes::Persist)?;
+        let connection = stack.connect(Access::Write(Rebind::Refuse)).await?;
+        let progress = Progress::new(settings, "destroy");
+        let mut refused = None;
+        let confirm = |teardown: &Teardown| match self.confirm(teardown) {
+            Ok(yes) => yes,
+            Err(error) => {
+                refused = Some(error);
+                false
             }
-            eprint!(
-                "delete {objects} objects of {} manifests ({}) from {}? type `yes`: ",
-                states.len(),
-                states.keys().cloned().collect::<Vec<_>>().join(", "),
-                cluster.target().context
-            );
-            let mut answer = String::new();
-            std::io::stdin().lock().read_line(&mut answer)?;
-            if answer.trim() != "yes" {
-                eprintln!("nothing was deleted");
-                return Err(Reported.into());
-            }
-        }
-        let lock = store
-            .lock(&holder(), Duration::from_secs(self.lock_timeout))
-            .await
-            .map_err(state_error)?;
-        // Read again under the lock: another run may have changed it.
-        let fresh = store.load().await.map_err(state_error);
-        let outcome = match fresh {
-            Ok(fresh) => {
-                let states: std::collections::BTreeMap<_, _> = fresh
-                    .into_iter()
-                    .filter(|(name, _)| states.contains_key(name))
-                    .collect();
-                let settings_ = ApplySettings {
-                    conflicts: Conflicts::Report,
-                    recreate: Recreate::Never,
-                    prune: Prune::Dangerous,
-                    mode: Mode::Apply,
-                    manifests_at_once: 1,
-                    requests_at_once: 32,
-                    git_commit: None,
-                    tazuna_version: tazuna_engine::VERSION.to_owned(),
-                    run_spec_tests: false,
-                };
-                let progress = Progress::new(settings, "destroy");
-                let run = Run {
-                    cluster: &cluster,
-                    store: &store,
-                    states: &states,
-                    hash_key: &[],
-                    settings: &settings_,
-                    observer: &progress,
-                };
-                let order = tazuna_engine::destroy::order(&states);
-                let outcomes = run.destroy(&order).await;
-                Ok(progress::summary(&progress, &outcomes))
-            }
-            Err(error) => Err(error),
         };
-        lock.release().await;
-        if outcome? {
-            Ok(ExitCode::SUCCESS)
-        } else {
-            Err(Reported.into())
+        let outcomes = stack
+            .destroy(
+                &connection,
+                Duration::from_secs(self.lock_timeout),
+                confirm,
+                &progress,
+            )
+            .await?;
+        if let Some(error) = refused {
+            return Err(error);
         }
+        match outcomes {
+            None => Ok(ExitCode::SUCCESS),
+            Some(outcomes) if progress::summary(&progress, &outcomes) => Ok(ExitCode::SUCCESS),
+            Some(_) => Err(Reported.into()),
+        }
+    }
+
+    /// `--yes`, or a `yes` typed at the terminal.
+    fn confirm(&self, teardown: &Teardown) -> anyhow::Result<bool> {
+        if self.yes {
+            return Ok(true);
+        }
+        if !std::io::stdin().is_terminal() {
+            bail!(
+                "destroy deletes {} objects of {} manifests and needs a confirmation\nhint: pass `--yes` to confirm without a terminal",
+                teardown.objects,
+                teardown.manifests.len()
+            );
+        }
+        eprint!(
+            "delete {} objects of {} manifests ({}) from {}? type `yes`: ",
+            teardown.objects,
+            teardown.manifests.len(),
+            teardown.manifests.join(", "),
+            teardown.context
+        );
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if answer.trim() != "yes" {
+            eprintln!("nothing was deleted");
+            return Err(Reported.into());
+        }
+        Ok(true)
     }
 }

@@ -1,17 +1,12 @@
 //! `tazuna plan`: what `apply` would change, as a diff against live.
 
-use std::collections::HashSet;
 use std::process::ExitCode;
 
 use clap::Args;
-use tazuna_core::graph;
-use tazuna_engine::plan::{self, ChangeKind, Intent, Question, Report};
+use tazuna_engine::plan::{ChangeKind, Question, Report};
 use tazuna_engine::report::{Color, OutputFormat};
-use tazuna_engine::state::Store;
+use tazuna_engine::stack::{Access, Writes};
 
-use super::apply::state_error;
-use super::cluster::{self, Access};
-use crate::failure::Reported;
 use crate::settings::GlobalSettings;
 
 /// Show what `tazuna apply` would change, object by object, without writing.
@@ -19,9 +14,13 @@ use crate::settings::GlobalSettings;
 /// Objects whose intent and live fields are unchanged since the last apply
 /// cost no request; the others are sent as a server-side dry run and diffed
 /// against live, so defaults the server fills in never show as changes.
-/// Secret values are redacted. Objects that `apply --prune` would delete are
-/// listed too, and so are fields of Tazuna's objects that other field managers
-/// (Argo CD, Flux) now own.
+/// Secret values are redacted. Works on a bare cluster: objects in namespaces
+/// and of kinds the run itself creates are shown as creates. Objects that
+/// `apply --prune` would delete are listed too (only this file's own, with
+/// what `--prune-dangerous` would add), and so are fields of Tazuna's
+/// objects that other field managers (Argo CD, Flux) now own. What apply
+/// would refuse (an object in two manifests, in namespace `tazuna`, or a
+/// manifest name another stack owns) fails the plan the same way.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  tazuna plan --context kind-staging\n  tazuna plan --detailed-exitcode   # 0: no changes, 2: changes\n  tazuna plan -o json | jq '.changes[].object'"
@@ -54,61 +53,9 @@ impl Plan {
 
 /// Render, read state and live objects, and compare.
 pub async fn compare(settings: &GlobalSettings, question: Question) -> anyhow::Result<Report> {
-    let config = super::load_config(settings)?;
-    let selected = config.select(&settings.tags)?;
-    let ordered: Vec<_> = graph::order(&selected)
-        .into_iter()
-        .map(|i| selected[i])
-        .collect();
-    let cluster = cluster::connect(settings, &config, Access::Read).await?;
-    let rendered =
-        tokio::task::block_in_place(|| cluster::render(settings, &config, &ordered, &cluster))?;
-    let mut failures = 0;
-    let mut intents_rendered = Vec::new();
-    for (manifest, result) in ordered.iter().zip(rendered) {
-        match result {
-            Ok(r) => intents_rendered.push((*manifest, r)),
-            Err(error) => {
-                failures += 1;
-                eprintln!(
-                    "{}",
-                    crate::failure::paint(&format!("error: {error}"), settings.stderr_color)
-                );
-            }
-        }
-    }
-    if failures > 0 {
-        return Err(Reported.into());
-    }
-    let store = Store::new(cluster.client().clone());
-    let states = store.load().await.map_err(state_error)?;
-    let hash_key = store.hash_key().await.map_err(state_error)?;
-    let intents: Vec<Intent> = intents_rendered
-        .iter()
-        .map(|(m, r)| Intent {
-            manifest: m,
-            rendered: r,
-        })
-        .collect();
-    let all: HashSet<String> = if settings.tags.is_empty() {
-        config.manifests.iter().map(|m| m.name.clone()).collect()
-    } else {
-        // With a tag selection, manifests outside it are not "removed".
-        states
-            .keys()
-            .cloned()
-            .chain(config.manifests.iter().map(|m| m.name.clone()))
-            .collect()
-    };
-    Ok(plan::compare(
-        &cluster,
-        &states,
-        &intents,
-        &all,
-        hash_key.as_deref(),
-        question,
-    )
-    .await?)
+    let stack = super::open(settings, Writes::Persist)?;
+    let connection = stack.connect(Access::Read).await?;
+    Ok(stack.plan(&connection, question).await?)
 }
 
 /// Print a report as text or JSON.

@@ -10,6 +10,7 @@ use tazuna_engine::host::{
 };
 use tazuna_engine::plugins::{BUILTIN_RESOLVERS, BUILTINS, PluginSet, Role};
 use tazuna_engine::report::OutputFormat;
+use tazuna_engine::stack::Writes;
 
 use super::scaffold::NewPlugin;
 use crate::settings::GlobalSettings;
@@ -103,7 +104,8 @@ impl Plugin {
 }
 
 fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCode> {
-    let config = super::load_config(settings)?;
+    let stack = super::open(settings, Writes::Persist)?;
+    let config = stack.config();
     let oci: Vec<&str> = config
         .spec
         .plugins
@@ -124,7 +126,7 @@ fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCod
             );
         }
     }
-    let roles = super::declared_roles(&config);
+    let roles = stack.declared_roles();
     let wanted: Vec<(&str, Role)> = roles
         .into_iter()
         .filter(|(name, _)| {
@@ -142,7 +144,7 @@ fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCod
     let lock_path = tazuna_core::lock::Lockfile::path_for(&settings.file);
     let before = tazuna_core::lock::Lockfile::load(&lock_path)?.plugins;
     let host = PluginHost::new(settings.host.clone())?;
-    super::load_plugin_set(settings, &config, &host, &wanted, Resolve::Again)?;
+    stack.plugin_set(&host, &wanted, Resolve::Again)?;
     let after = tazuna_core::lock::Lockfile::load(&lock_path)?.plugins;
     for name in &types {
         let Some(pin) = after.get(*name) else {
@@ -224,7 +226,7 @@ fn push(
             ),
         },
     };
-    let digest = super::block_on(distribution::push(&info.name, component, target))?;
+    let digest = tazuna_engine::stack::block_on(distribution::push(&info.name, component, target))?;
     outln!(
         "pushed {} {} to {reference}\ndigest: {digest}",
         info.name,
@@ -284,10 +286,10 @@ fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
     // Declared plugins are listed when the file is there; without one, the
     // built-ins are still worth showing.
     let (declared, set) = if settings.file.exists() {
-        let config = super::load_config(settings)?;
-        let declared = config.spec.plugins.clone();
-        let wanted = super::declared_roles(&config);
-        let set = super::load_plugin_set(settings, &config, &host, &wanted, Resolve::Pinned)?;
+        let stack = super::open(settings, Writes::Persist)?;
+        let declared = stack.config().spec.plugins.clone();
+        let wanted = stack.declared_roles();
+        let set = stack.plugin_set(&host, &wanted, Resolve::Pinned)?;
         (declared, set)
     } else {
         (Vec::new(), PluginSet::default())

@@ -1,19 +1,17 @@
 //! `tazuna state`: look at and edit what Tazuna recorded in the cluster.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::bail;
 use clap::{Args, Subcommand};
 use tazuna_engine::plan::Question;
 use tazuna_engine::report::OutputFormat;
-use tazuna_engine::state::Store;
+use tazuna_engine::stack::{Access, Writes};
 
-use super::apply::{holder, state_error};
-use super::cluster::{self, Access};
 use crate::settings::GlobalSettings;
 
-/// Tazuna's state in namespace `tazuna`: one ConfigMap per manifest.
+/// Tazuna's state in namespace `tazuna`: one ConfigMap per manifest, each
+/// naming the stack (the file) that applied it. Every subcommand sees only
+/// this file's stack.
 #[derive(Debug, Subcommand)]
 pub enum State {
     /// List the manifests in state, with their object counts and when they were applied.
@@ -109,29 +107,29 @@ async fn report(
 }
 
 async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-    let config = super::load_config(settings)?;
-    let cluster = cluster::connect(settings, &config, Access::Read).await?;
-    let states = Store::new(cluster.client().clone())
-        .load()
-        .await
-        .map_err(state_error)?;
+    let stack = super::open(settings, Writes::Persist)?;
+    let connection = stack.connect(Access::Read).await?;
+    let states = stack.states(&connection).await?;
     if settings.output == OutputFormat::Json {
-        let all: Vec<_> = states.values().map(|s| &s.state).collect();
+        let all: Vec<_> = states.own.values().map(|s| &s.state).collect();
         outln!("{}", serde_json::to_string_pretty(&all)?);
         return Ok(ExitCode::SUCCESS);
     }
-    if states.is_empty() {
-        outln!("no state: Tazuna has not applied anything to this cluster");
+    if states.own.is_empty() {
+        outln!(
+            "no state: stack `{}` has not applied anything to this cluster",
+            stack.name()
+        );
     }
-    for stored in states.values() {
+    for stored in states.own.values() {
         let s = &stored.state;
-        let origin = if stored.legacy.is_some() {
-            "  (Go Tazuna state, migrated on next apply)"
-        } else {
-            ""
+        let origin = match (&stored.legacy, &s.stack) {
+            (Some(_), _) => "  (Go Tazuna state, migrated on next apply)",
+            (None, None) => "  (state from before stacks, adopted on next apply)",
+            _ => "",
         };
         outln!(
-            "{}  {} objects  {} {}  applied {} by tazuna {}{}{origin}",
+            "{}  {} objects  {} {}  applied {} by tazuna {}{}{}{origin}",
             s.manifest,
             s.objects.len(),
             s.plugin.name,
@@ -141,7 +139,26 @@ async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
             s.git_commit
                 .as_ref()
                 .map(|c| format!(" at {}", &c[..c.len().min(12)]))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if s.incomplete {
+                "  (last apply failed part way)"
+            } else {
+                ""
+            }
+        );
+    }
+    let mut others: Vec<String> = states
+        .others
+        .values()
+        .map(|s| s.state.stack.clone().unwrap_or_else(|| "(none)".into()))
+        .collect();
+    others.sort();
+    others.dedup();
+    if !others.is_empty() {
+        outln!(
+            "{} more manifests on this cluster belong to other stacks: {}",
+            states.others.len(),
+            others.join(", ")
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -149,69 +166,12 @@ async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
 
 impl Forget {
     async fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let config = super::load_config(settings)?;
-        let cluster = cluster::connect(
-            settings,
-            &config,
-            Access::Write(tazuna_engine::guard::Rebind::Refuse),
-        )
-        .await?;
-        let store = Store::new(cluster.client().clone());
-        let lock = store
-            .lock(&holder(), Duration::from_secs(60))
-            .await
-            .map_err(state_error)?;
-        let result = self.forget(&store).await;
-        lock.release().await;
-        result
-    }
-
-    async fn forget(&self, store: &Store) -> anyhow::Result<ExitCode> {
-        let states = store.load().await.map_err(state_error)?;
-        let mut parts = self.target.splitn(2, '/');
-        let manifest = parts.next().unwrap_or_default();
-        let Some(stored) = states.get(manifest) else {
-            let known: Vec<&str> = states.keys().map(String::as_str).collect();
-            bail!(
-                "manifest `{manifest}` is not in Tazuna's state\nhint: `tazuna state list` shows what is; known: {}",
-                known.join(", ")
-            );
-        };
-        let Some(rest) = parts.next() else {
-            store.delete(stored).await.map_err(state_error)?;
-            outln!(
-                "forgot manifest `{manifest}` and its {} objects; they stay in the cluster",
-                stored.state.objects.len()
-            );
-            return Ok(ExitCode::SUCCESS);
-        };
-        let pieces: Vec<&str> = rest.split('/').collect();
-        let (kind, namespace, name) = match pieces.as_slice() {
-            [kind, name] => (*kind, None, *name),
-            [kind, namespace, name] => (*kind, Some(*namespace), *name),
-            _ => bail!(
-                "`{}` is not `<manifest>/<Kind>/<name>` or `<manifest>/<Kind>/<namespace>/<name>`",
-                self.target
-            ),
-        };
-        let mut state = stored.state.clone();
-        let before = state.objects.len();
-        state.objects.retain(|e| {
-            !(e.kind == kind
-                && e.name == name
-                && (namespace.is_none() || e.namespace.as_deref() == namespace))
-        });
-        let removed = before - state.objects.len();
-        if removed == 0 {
-            bail!(
-                "manifest `{manifest}` has no {kind} `{name}` in its state\nhint: `tazuna state list -o json` shows its objects"
-            );
-        }
-        store
-            .save(&state, Some(stored))
-            .await
-            .map_err(state_error)?;
-        outln!("forgot {removed} object(s) of manifest `{manifest}`; they stay in the cluster");
+        let stack = super::open(settings, Writes::Persist)?;
+        let connection = stack
+            .connect(Access::Write(tazuna_engine::guard::Rebind::Refuse))
+            .await?;
+        let said = stack.forget(&connection, &self.target).await?;
+        outln!("{said}");
         Ok(ExitCode::SUCCESS)
     }
 }

@@ -5,13 +5,11 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::Value;
 use tazuna_engine::report::OutputFormat;
-use tazuna_engine::state::Store;
+use tazuna_engine::stack::{Access, Writes};
 
-use super::apply::state_error;
-use super::cluster::{self, Access};
 use crate::settings::GlobalSettings;
 
-/// Show whether the objects in Tazuna's state exist and are ready.
+/// Show whether the objects this file's state records exist and are ready.
 ///
 /// Reads the state, then lists each kind once per namespace (not one request
 /// per object) and judges readiness with the same rules `apply` waits for.
@@ -30,11 +28,10 @@ impl Status {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         super::runtime()?.block_on(async {
-            let config = super::load_config(settings)?;
-            let cluster = cluster::connect(settings, &config, Access::Read).await?;
-            let store = Store::new(cluster.client().clone());
-            let states = store.load().await.map_err(state_error)?;
-            let (rows, requests) = tazuna_engine::status::readiness(&cluster, &states).await?;
+            let stack = super::open(settings, Writes::Persist)?;
+            let connection = stack.connect(Access::Read).await?;
+            let status = stack.status(&connection).await?;
+            let rows = &status.rows;
             let not_ready = rows.iter().filter(|r| !r.readiness.is_ready()).count();
             if settings.output == OutputFormat::Json {
                 let json: Vec<Value> = rows
@@ -43,20 +40,27 @@ impl Status {
                     .collect();
                 outln!("{}", serde_json::to_string_pretty(&json)?);
             } else {
-                for row in &rows {
+                for row in rows {
                     if self.all || !row.readiness.is_ready() {
                         outln!("{}  {}  {}", row.manifest, row.object, row.readiness);
                     }
                 }
+                for manifest in &status.incomplete {
+                    outln!("{manifest}: its last apply failed part way; `tazuna apply` sends and waits for its objects again");
+                }
                 outln!(
                     "{} manifests, {} objects: {} ready, {not_ready} not ready ({} list requests)",
-                    states.len(),
+                    status.manifests,
                     rows.len(),
                     rows.len() - not_ready,
-                    requests
+                    status.requests
                 );
             }
-            Ok(if not_ready == 0 { ExitCode::SUCCESS } else { ExitCode::from(2) })
+            Ok(if not_ready == 0 && status.incomplete.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(2)
+            })
         })
     }
 }

@@ -17,8 +17,8 @@ pub struct Tags {}
 impl Tags {
     /// Print the tags.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let config = super::load_config(settings)?;
-        let tags = config.tags();
+        let stack = super::open(settings, tazuna_engine::stack::Writes::Persist)?;
+        let tags = stack.config().tags();
         match settings.output {
             OutputFormat::Json => outln!("{}", serde_json::to_string_pretty(&tags)?),
             OutputFormat::Text if tags.is_empty() => {

@@ -8,9 +8,9 @@ use clap::Args;
 use tazuna_testkit::{Assets, ClusterConfig, Tool};
 
 use super::apply::Apply;
-use super::cluster::Access;
 use crate::failure::Reported;
 use crate::settings::GlobalSettings;
+use tazuna_engine::stack::{Access, Writes};
 
 /// Apply the whole file to a throwaway control plane, run every test, and tear it down.
 ///
@@ -43,7 +43,7 @@ impl Verify {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         // Check the file before starting anything.
-        super::load_config(settings)?;
+        super::open(settings, Writes::Persist)?;
         let assets = match &self.assets {
             Some(dir) => Assets::flat(dir),
             None => Assets::locate(),

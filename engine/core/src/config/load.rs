@@ -407,6 +407,7 @@ impl Expander<'_> {
         for (field, present) in [
             ("plugins", spec.plugins.is_some()),
             ("cluster", spec.cluster.is_some()),
+            ("stack", spec.stack.is_some()),
         ] {
             if present {
                 return Err(ConfigError::Invalid {
@@ -1344,7 +1345,8 @@ fn check_dependencies(entries: &[Entry]) -> Result<(), ConfigError> {
             }
         }
     }
-    if let Some(cycle) = find_cycle(entries) {
+    let manifests: Vec<&Manifest> = entries.iter().map(|e| &e.manifest).collect();
+    if let Some(cycle) = crate::graph::find_cycle(&manifests) {
         let first = &entries[cycle[0]];
         let next = &entries[cycle[1]].manifest.name;
         let k = first
@@ -1362,71 +1364,6 @@ fn check_dependencies(entries: &[Entry]) -> Result<(), ConfigError> {
         });
     }
     Ok(())
-}
-
-/// The first cycle found by a depth-first walk in declaration order, as indices that start
-/// and end with the same manifest.
-fn find_cycle(entries: &[Entry]) -> Option<Vec<usize>> {
-    #[derive(Clone, Copy, PartialEq)]
-    enum State {
-        New,
-        OnPath,
-        Done,
-    }
-    fn visit(
-        u: usize,
-        edges: &[Vec<usize>],
-        state: &mut [State],
-        path: &mut Vec<usize>,
-    ) -> Option<Vec<usize>> {
-        state[u] = State::OnPath;
-        path.push(u);
-        for &v in &edges[u] {
-            match state[v] {
-                State::OnPath => {
-                    let start = path.iter().position(|&p| p == v).unwrap_or(0);
-                    let mut cycle = path[start..].to_vec();
-                    cycle.push(v);
-                    return Some(cycle);
-                }
-                State::New => {
-                    if let Some(cycle) = visit(v, edges, state, path) {
-                        return Some(cycle);
-                    }
-                }
-                State::Done => {}
-            }
-        }
-        path.pop();
-        state[u] = State::Done;
-        None
-    }
-
-    let index: HashMap<&str, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.manifest.name.as_str(), i))
-        .collect();
-    let edges: Vec<Vec<usize>> = entries
-        .iter()
-        .map(|e| {
-            e.manifest
-                .depends_on
-                .iter()
-                .filter_map(|dep| index.get(dep.as_str()).copied())
-                .collect()
-        })
-        .collect();
-    let mut state = vec![State::New; entries.len()];
-    for start in 0..entries.len() {
-        if state[start] == State::New {
-            let mut path = Vec::new();
-            if let Some(cycle) = visit(start, &edges, &mut state, &mut path) {
-                return Some(cycle);
-            }
-        }
-    }
-    None
 }
 
 /// Load, expand and validate a `tazuna.yaml`. See [`super::load`].
@@ -1460,7 +1397,11 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
         providers,
         plugins,
         cluster: raw_cluster,
+        stack,
     } = spec;
+    if let Some(name) = &stack {
+        check_stack_name(&doc, &spec_path.key("stack"), name)?;
+    }
 
     let plugins = build_plugins(&doc, &spec_path.key("plugins"), plugins.unwrap_or_default())?;
     let plugin_names: BTreeSet<String> = plugins.iter().map(|p| p.name.clone()).collect();
@@ -1544,11 +1485,32 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
             providers,
             plugins,
             cluster: cluster(raw_cluster),
+            stack,
         },
         manifests,
         environment: selected,
         files: expander.files,
         type_spans,
+    })
+}
+
+/// A stack name is recorded in state annotations and shown in messages: a
+/// short, plain name.
+fn check_stack_name(doc: &Document, path: &YamlPath, name: &str) -> Result<(), ConfigError> {
+    let valid = !name.is_empty()
+        && name.len() <= 200
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+    if valid {
+        return Ok(());
+    }
+    Err(ConfigError::Invalid {
+        message: format!("invalid stack name `{name}`"),
+        hint: Some(
+            "use up to 200 letters, digits, `-`, `_`, `.` and `/`, such as `platform/base`".into(),
+        ),
+        at: doc.value_span(path),
     })
 }
 

@@ -26,6 +26,8 @@ pub struct Spec {
     pub plugins: Vec<Plugin>,
     /// `spec.cluster`: the cluster identity the file is bound to.
     pub cluster: Option<Cluster>,
+    /// `spec.stack`: the name this file's state is recorded under, when set.
+    pub stack: Option<String>,
 }
 
 /// How the patterns of `context_matches` combine.

@@ -57,6 +57,11 @@ pub(crate) struct RawSpec {
     pub plugins: Option<Vec<RawPlugin>>,
     /// The cluster this file belongs to, beyond its context name.
     pub cluster: Option<RawCluster>,
+    /// The name of this file's stack: what its state in a cluster is recorded
+    /// under, so that several files can manage one cluster apart. Default: the
+    /// file's place in its git repository (`<repository>/<path>`), or its
+    /// directory and name outside one.
+    pub stack: Option<String>,
 }
 
 /// How `context_matches` combine.

@@ -1,0 +1,455 @@
+//! Who owns what: which state records belong to this stack, which manifest
+//! of the run claims each rendered object, and whether an object a manifest
+//! no longer renders may leave the cluster.
+//!
+//! Prune is decided by ownership, not by names. An object is a candidate for
+//! deletion only when no manifest of this run renders it and no other
+//! manifest of the stack still records it, so a renamed manifest, or an
+//! object moved between manifests, keeps its object. Before any write, a run
+//! refuses objects rendered twice, objects in Tazuna's own namespace, and
+//! manifest names another stack owns.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
+use tazuna_core::hint::Hint;
+use tazuna_core::inventory::{ObjectKey, ObjectRef};
+
+use crate::render::Rendered;
+use crate::state::{NAMESPACE, Stored};
+
+/// Tazuna's state of one cluster, split by stack.
+#[derive(Debug, Clone, Default)]
+pub struct StackStates {
+    /// This stack's records, by manifest name. State without a stack (Go
+    /// Tazuna's, or from before stacks) is adopted when this stack declares
+    /// the manifest.
+    pub own: BTreeMap<String, Stored>,
+    /// Every other stack's records, by manifest name.
+    pub others: BTreeMap<String, Stored>,
+}
+
+impl StackStates {
+    /// Split `all` into the records of `stack` (which declares `declared`) and
+    /// the rest.
+    pub fn split(all: BTreeMap<String, Stored>, stack: &str, declared: &HashSet<&str>) -> Self {
+        let mut split = Self::default();
+        for (name, stored) in all {
+            let ours = match stored.state.stack.as_deref() {
+                Some(owner) => owner == stack,
+                None => declared.contains(name.as_str()),
+            };
+            if ours {
+                split.own.insert(name, stored);
+            } else {
+                split.others.insert(name, stored);
+            }
+        }
+        split
+    }
+
+    /// The first of `declared` that another stack owns, with that stack.
+    pub fn taken<'a>(&self, declared: impl IntoIterator<Item = &'a str>) -> Vec<OwnershipError> {
+        declared
+            .into_iter()
+            .filter_map(|name| {
+                let stored = self.others.get(name)?;
+                Some(OwnershipError::OwnedByOtherStack {
+                    manifest: name.to_owned(),
+                    stack: stored.state.stack.clone().unwrap_or_default(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Why a run refuses to start writing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OwnershipError {
+    /// Another stack applied a manifest of this name to the cluster.
+    #[error(
+        "manifest `{manifest}` is owned by stack `{stack}` on this cluster; nothing was changed"
+    )]
+    OwnedByOtherStack {
+        /// The manifest.
+        manifest: String,
+        /// The stack that owns it.
+        stack: String,
+    },
+    /// Two manifests render the same object.
+    #[error(
+        "{object} is rendered by both manifest `{first}` and manifest `{second}`; nothing was changed"
+    )]
+    Duplicate {
+        /// The object.
+        object: ObjectRef,
+        /// The first manifest that renders it.
+        first: String,
+        /// The other one.
+        second: String,
+    },
+    /// A rendered object would land in Tazuna's own namespace.
+    #[error(
+        "manifest `{manifest}` renders {object} into namespace `{NAMESPACE}`, which is reserved for Tazuna's state; nothing was changed"
+    )]
+    Reserved {
+        /// The object.
+        object: ObjectRef,
+        /// The manifest.
+        manifest: String,
+    },
+}
+
+impl Hint for OwnershipError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::OwnedByOtherStack { manifest, stack } => format!(
+                "rename the manifest in this file; or, if this file now is stack `{stack}`, set `spec.stack: {stack}`; `tazuna state list` in that stack shows what it owns, and `tazuna state forget {manifest}` there gives the name up"
+            ),
+            Self::Duplicate { first, second, .. } => format!(
+                "keep the object in one manifest; if `{second}` needs it, add `{first}` to its `dependsOn`"
+            ),
+            Self::Reserved { .. } => {
+                "give the object (or the manifest's `namespace:`) another namespace".into()
+            }
+        })
+    }
+}
+
+/// Which manifest of this run renders each object.
+#[derive(Debug, Clone, Default)]
+pub struct Claims {
+    owners: HashMap<ObjectKey, String>,
+}
+
+impl Claims {
+    /// The claims of `rendered` manifests (with their default namespaces).
+    /// `namespaced` tells a kind's scope from discovery; kinds whose CRD is
+    /// in the run take the CRD's scope. Every conflict is returned.
+    pub fn of(
+        rendered: &[(&str, Option<&str>, &Rendered)],
+        namespaced: impl Fn(&ObjectRef) -> Option<bool>,
+    ) -> Result<Self, Vec<OwnershipError>> {
+        let defined: HashMap<(String, String), bool> = rendered
+            .iter()
+            .flat_map(|(_, _, r)| r.objects.iter())
+            .filter_map(|o| crd_scope(&o.value))
+            .collect();
+        let mut claims = Self::default();
+        let mut errors = Vec::new();
+        for (manifest, default_namespace, rendered) in rendered {
+            for object in &rendered.objects {
+                let Some(mut reference) = ObjectRef::of(&object.value) else {
+                    continue;
+                };
+                let scope = namespaced(&reference).or_else(|| {
+                    defined
+                        .get(&(reference.group.clone(), reference.kind.clone()))
+                        .copied()
+                });
+                match scope {
+                    Some(true) if reference.namespace.is_none() => {
+                        reference.namespace =
+                            Some(default_namespace.unwrap_or("default").to_owned());
+                    }
+                    Some(false) => reference.namespace = None,
+                    _ => {}
+                }
+                let reserved = reference.namespace.as_deref() == Some(NAMESPACE)
+                    || (reference.group.is_empty()
+                        && reference.kind == "Namespace"
+                        && reference.name == NAMESPACE);
+                if reserved {
+                    errors.push(OwnershipError::Reserved {
+                        object: reference.clone(),
+                        manifest: (*manifest).to_owned(),
+                    });
+                }
+                match claims.owners.get(&reference.key()) {
+                    Some(first) if first != manifest => {
+                        errors.push(OwnershipError::Duplicate {
+                            object: reference,
+                            first: first.clone(),
+                            second: (*manifest).to_owned(),
+                        });
+                    }
+                    Some(_) => {}
+                    None => {
+                        claims
+                            .owners
+                            .insert(reference.key(), (*manifest).to_owned());
+                    }
+                }
+            }
+        }
+        if errors.is_empty() {
+            Ok(claims)
+        } else {
+            errors.dedup();
+            Err(errors)
+        }
+    }
+
+    /// The manifest of this run that renders `object`.
+    pub fn owner(&self, object: &ObjectKey) -> Option<&str> {
+        self.owners.get(object).map(String::as_str)
+    }
+}
+
+/// What keeps objects in the cluster: this run's claims, and the records of
+/// the stack's manifests that are still in the file.
+#[derive(Debug, Clone, Default)]
+pub struct Ownership {
+    claims: Claims,
+    recorded: HashMap<ObjectKey, Vec<String>>,
+    /// Whether every selected manifest rendered; when one did not, what it
+    /// would claim is unknown, so nothing is pruned.
+    complete: bool,
+}
+
+impl Ownership {
+    /// Ownership for a run with `claims`, over the stack's `own` records;
+    /// `in_file` names the manifests still declared. `complete` says every
+    /// selected manifest rendered.
+    pub fn new(
+        claims: Claims,
+        own: &BTreeMap<String, Stored>,
+        in_file: &HashSet<&str>,
+        complete: bool,
+    ) -> Self {
+        let mut recorded: HashMap<ObjectKey, Vec<String>> = HashMap::new();
+        for (name, stored) in own {
+            if !in_file.contains(name.as_str()) {
+                continue;
+            }
+            for entry in &stored.state.objects {
+                recorded
+                    .entry(entry.object().key())
+                    .or_default()
+                    .push(name.clone());
+            }
+        }
+        Self {
+            claims,
+            recorded,
+            complete,
+        }
+    }
+
+    /// Whether anything may be pruned in this run.
+    pub fn may_prune(&self) -> bool {
+        self.complete
+    }
+
+    /// The manifest that keeps `object` when `manifest` lets go of it: the
+    /// one of this run that renders it, else another of the stack's
+    /// manifests in the file that records it.
+    pub fn kept_by(&self, object: &ObjectKey, manifest: &str) -> Option<&str> {
+        if let Some(owner) = self.claims.owner(object) {
+            return (owner != manifest).then_some(owner);
+        }
+        self.recorded
+            .get(object)?
+            .iter()
+            .find(|m| *m != manifest)
+            .map(String::as_str)
+    }
+}
+
+/// The (group, kind) a CRD defines and whether it is namespaced.
+fn crd_scope(object: &Value) -> Option<((String, String), bool)> {
+    if object.get("kind")?.as_str()? != "CustomResourceDefinition" {
+        return None;
+    }
+    let group = object.pointer("/spec/group")?.as_str()?;
+    let kind = object.pointer("/spec/names/kind")?.as_str()?;
+    let namespaced = object.pointer("/spec/scope").and_then(Value::as_str) != Some("Cluster");
+    Some(((group.to_owned(), kind.to_owned()), namespaced))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::render::Object;
+    use crate::state::{Entry, ManifestState, PluginRecord};
+
+    fn rendered(objects: Vec<Value>) -> Rendered {
+        Rendered {
+            manifest: String::new(),
+            plugin: "manifests".into(),
+            plugin_version: "0.1.0".into(),
+            plugin_digest: String::new(),
+            objects: objects
+                .into_iter()
+                .map(|value| Object {
+                    value,
+                    origin: None,
+                })
+                .collect(),
+            diagnostics: Vec::new(),
+            upstream: Vec::new(),
+        }
+    }
+
+    fn configmap(name: &str, namespace: Option<&str>) -> Value {
+        let mut value =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+        if let Some(namespace) = namespace {
+            value["metadata"]["namespace"] = json!(namespace);
+        }
+        value
+    }
+
+    fn core_scope(object: &ObjectRef) -> Option<bool> {
+        match object.kind.as_str() {
+            "ConfigMap" | "Secret" => Some(true),
+            "Namespace" | "ClusterRole" => Some(false),
+            _ => None,
+        }
+    }
+
+    fn stored(manifest: &str, stack: Option<&str>, objects: &[&str]) -> Stored {
+        Stored {
+            state: ManifestState {
+                manifest: manifest.into(),
+                depends_on: Vec::new(),
+                position: 0,
+                plugin: PluginRecord::default(),
+                tazuna_version: "0.1.0".into(),
+                git_commit: None,
+                applied_at: String::new(),
+                cluster: String::new(),
+                stack: stack.map(str::to_owned),
+                incomplete: false,
+                objects: objects
+                    .iter()
+                    .map(|name| {
+                        let object = ObjectRef {
+                            group: String::new(),
+                            version: "v1".into(),
+                            kind: "ConfigMap".into(),
+                            namespace: Some("default".into()),
+                            name: (*name).into(),
+                        };
+                        Entry::new(&object, String::new(), None)
+                    })
+                    .collect(),
+            },
+            resource_version: Some("1".into()),
+            legacy: None,
+        }
+    }
+
+    #[test]
+    fn the_same_object_in_two_manifests_is_refused_naming_both() {
+        let a = rendered(vec![configmap("twice", None)]);
+        let b = rendered(vec![configmap("twice", Some("default"))]);
+        let errors =
+            Claims::of(&[("first", None, &a), ("second", None, &b)], core_scope).unwrap_err();
+        assert_eq!(
+            errors,
+            [OwnershipError::Duplicate {
+                object: ObjectRef::of(&configmap("twice", Some("default"))).unwrap(),
+                first: "first".into(),
+                second: "second".into(),
+            }]
+        );
+        // One manifest rendering an object twice is its own business.
+        let c = rendered(vec![configmap("same", None), configmap("same", None)]);
+        assert!(Claims::of(&[("one", None, &c)], core_scope).is_ok());
+    }
+
+    #[test]
+    fn objects_in_tazunas_namespace_are_refused_wherever_the_namespace_comes_from() {
+        let explicit = rendered(vec![configmap("lease", Some("tazuna"))]);
+        let defaulted = rendered(vec![configmap("state", None)]);
+        let namespace = rendered(vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tazuna"}}),
+        ]);
+        let custom = rendered(vec![
+            json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                   "metadata": {"name": "gadgets.example.dev"},
+                   "spec": {"group": "example.dev", "scope": "Namespaced", "names": {"kind": "Gadget"}}}),
+            json!({"apiVersion": "example.dev/v1", "kind": "Gadget", "metadata": {"name": "g"}}),
+        ]);
+        let errors = Claims::of(
+            &[
+                ("explicit", None, &explicit),
+                ("defaulted", Some("tazuna"), &defaulted),
+                ("namespace", None, &namespace),
+                ("custom", Some("tazuna"), &custom),
+            ],
+            core_scope,
+        )
+        .unwrap_err();
+        let manifests: Vec<&str> = errors
+            .iter()
+            .map(|e| match e {
+                OwnershipError::Reserved { manifest, .. } => manifest.as_str(),
+                other => panic!("{other}"),
+            })
+            .collect();
+        assert_eq!(manifests, ["explicit", "defaulted", "namespace", "custom"]);
+        // A cluster-scoped object loses a namespace it names.
+        let cluster_scoped = rendered(vec![
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r", "namespace": "tazuna"}}),
+        ]);
+        assert!(Claims::of(&[("rbac", None, &cluster_scoped)], core_scope).is_ok());
+    }
+
+    #[test]
+    fn a_renamed_or_moved_object_is_kept_by_its_new_manifest() {
+        let renamed = rendered(vec![configmap("app", Some("default"))]);
+        let claims = Claims::of(&[("app-v2", None, &renamed)], core_scope).unwrap();
+        let own = BTreeMap::from([
+            ("app".to_owned(), stored("app", Some("s"), &["app"])),
+            ("other".to_owned(), stored("other", Some("s"), &["shared"])),
+            (
+                "removed".to_owned(),
+                stored("removed", Some("s"), &["orphan"]),
+            ),
+        ]);
+        let in_file = HashSet::from(["app-v2", "other"]);
+        let ownership = Ownership::new(claims, &own, &in_file, true);
+        let key = |name: &str| {
+            ObjectRef::of(&configmap(name, Some("default")))
+                .unwrap()
+                .key()
+        };
+        assert_eq!(ownership.kept_by(&key("app"), "app"), Some("app-v2"));
+        assert_eq!(ownership.kept_by(&key("app"), "app-v2"), None);
+        // Not rendered in this run (a tag selection), but still recorded by
+        // a manifest in the file.
+        assert_eq!(ownership.kept_by(&key("shared"), "removed"), Some("other"));
+        assert_eq!(ownership.kept_by(&key("shared"), "other"), None);
+        assert_eq!(ownership.kept_by(&key("orphan"), "removed"), None);
+    }
+
+    #[test]
+    fn records_split_by_stack_and_unowned_ones_go_to_the_stack_that_declares_them() {
+        let all = BTreeMap::from([
+            (
+                "platform".to_owned(),
+                stored("platform", Some("platform"), &[]),
+            ),
+            ("team".to_owned(), stored("team", Some("team"), &[])),
+            ("legacy".to_owned(), stored("legacy", None, &[])),
+            ("stray".to_owned(), stored("stray", None, &[])),
+        ]);
+        let states = StackStates::split(all, "platform", &HashSet::from(["platform", "legacy"]));
+        assert_eq!(
+            states.own.keys().collect::<Vec<_>>(),
+            ["legacy", "platform"]
+        );
+        assert_eq!(states.others.keys().collect::<Vec<_>>(), ["stray", "team"]);
+        assert_eq!(
+            states.taken(["platform", "team"]),
+            [OwnershipError::OwnedByOtherStack {
+                manifest: "team".into(),
+                stack: "team".into()
+            }]
+        );
+    }
+}

@@ -1,0 +1,1163 @@
+//! A run over one file (a *stack*) and one cluster: the engine's unit of work.
+//!
+//! [`Stack`] opens the config and `tazuna.lock` once and owns every write to
+//! the lock file (cluster binding, plugin pins, upstream pins), so a dry run
+//! writes nothing anywhere. [`Stack::connect`] checks the context guard and
+//! the cluster identity; the verbs ([`Stack::apply`], [`Stack::plan`],
+//! [`Stack::destroy`], [`Stack::status`], [`Stack::forget`]) take the Lease
+//! through its guard where they write, read the state, keep to the stack's
+//! own records (see [`crate::ownership`]) and decide what to prune
+//! themselves. A CLI verb turns flags into options, makes one call here and
+//! prints the events. Nothing here is process-global, so a fleet run is many
+//! stacks.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tazuna_core::config::{self, Config, ConfigError, LoadOptions, Manifest, PluginSource};
+use tazuna_core::graph;
+use tazuna_core::hint::Hint;
+use tazuna_core::lock::{LockError, Lockfile};
+
+use crate::apply::{
+    ApplySettings, Conflicts, Event, ManifestOutcome, Mode, Observer, Outcome, Prune, Recreate,
+    Run, Unit,
+};
+use crate::cluster::{self, Cluster, ClusterError, ConnectOptions};
+use crate::distribution::{Blobs, Resolve};
+use crate::guard::{ContextGuard, GuardError, Rebind};
+use crate::host::{HostError, HostSettings, PluginHost};
+use crate::ownership::{Claims, Ownership, OwnershipError, StackStates};
+use crate::plan::{self, Intent, PlanError, Question, Report};
+use crate::plugins::{self, PluginLoadError, PluginSet, Role};
+use crate::render::{self, RenderError, RenderSettings, Rendered};
+use crate::secrets::{self, ProviderSecrets};
+use crate::state::{StateError, Store, Stored};
+
+/// Where a stack's file is and how to reach its cluster.
+#[derive(Debug, Clone)]
+pub struct StackOptions {
+    /// The tazuna.yaml.
+    pub file: PathBuf,
+    /// The selected environment.
+    pub environment: Option<String>,
+    /// Tags selecting manifests; empty selects all.
+    pub tags: Vec<String>,
+    /// The plugin host's settings.
+    pub host: HostSettings,
+    /// The kubeconfig and context.
+    pub connect: ConnectOptions,
+}
+
+/// Whether a run may write `tazuna.lock` and the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// Record bindings and pins, and write to the cluster.
+    Persist,
+    /// Write nothing anywhere (`apply --dry-run`): pins and bindings are
+    /// worked out in memory only.
+    Discard,
+}
+
+/// What a run tells people along the way (targets, pins, notes), as text.
+pub type Notices = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Whether the command writes to the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reads only.
+    Read,
+    /// Writes to a throwaway control plane `tazuna verify` started: the file's
+    /// context rules and cluster binding are about real clusters, not this one.
+    Throwaway,
+    /// Writes; records the cluster binding on first use.
+    Write(Rebind),
+}
+
+/// Why a run could not go on. Each variant says what is wrong; [`Hint`]
+/// says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The file is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `tazuna.lock` cannot be read or written.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The plugin host did not start.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// A plugin did not load.
+    #[error(transparent)]
+    Plugins(#[from] PluginLoadError),
+    /// The cluster cannot be reached.
+    #[error("{}", chain(.0))]
+    Cluster(ClusterError),
+    /// The context guard refused.
+    #[error(transparent)]
+    Guard(#[from] GuardError),
+    /// Tazuna's state cannot be read or written.
+    #[error("{}", chain(.0))]
+    State(StateError),
+    /// A plan could not be made.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    /// Objects or manifest names this stack may not write; nothing was written.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Ownership(Vec<OwnershipError>),
+    /// Manifests did not render; each message names its manifest.
+    #[error("{}", .0.join("\n"))]
+    Render(Vec<String>),
+    /// Live objects cannot be read.
+    #[error("cannot read live objects: {}", crate::objects::errors::status_message(.0))]
+    Read(kube::Error),
+    /// What `state forget` was asked to forget is not in this stack's state.
+    #[error("{0}")]
+    NotInState(String, String),
+}
+
+impl From<ClusterError> for RunError {
+    fn from(error: ClusterError) -> Self {
+        Self::Cluster(error)
+    }
+}
+
+impl From<StateError> for RunError {
+    fn from(error: StateError) -> Self {
+        Self::State(error)
+    }
+}
+
+impl Hint for RunError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::Cluster(error) => error.hint(),
+            Self::Guard(error) => error.hint(),
+            Self::State(error) => error.hint(),
+            Self::Ownership(errors) => {
+                let mut hints: Vec<String> = errors.iter().filter_map(Hint::hint).collect();
+                hints.dedup();
+                (!hints.is_empty()).then(|| hints.join("\nhint: "))
+            }
+            Self::NotInState(_, hint) => Some(hint.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// An error and its causes on one line, each said once.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let said = cause.to_string();
+        if !text.ends_with(&said) {
+            text.push_str(&format!(": {said}"));
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// The one way to `tazuna.lock`: read it, or change it under its lock
+/// unless the run writes nothing.
+#[derive(Debug, Clone)]
+struct LockFile {
+    path: PathBuf,
+    writes: Writes,
+}
+
+impl LockFile {
+    fn load(&self) -> Result<Lockfile, LockError> {
+        Lockfile::load(&self.path)
+    }
+
+    /// Apply `change` to the lock file; with [`Writes::Discard`], to a copy
+    /// in memory that is then dropped.
+    fn update<T, E: From<LockError>>(
+        &self,
+        change: impl FnOnce(&mut Lockfile) -> Result<T, E>,
+    ) -> Result<T, E> {
+        match self.writes {
+            Writes::Persist => Lockfile::update(&self.path, change),
+            Writes::Discard => change(&mut self.load()?),
+        }
+    }
+}
+
+/// A connected cluster and its state store.
+#[derive(Debug)]
+pub struct Connection {
+    /// The cluster.
+    pub cluster: Cluster,
+    /// Tazuna's state on it.
+    pub store: Store,
+}
+
+/// How `apply` runs, beyond the stack's options.
+#[derive(Debug, Clone)]
+pub struct ApplyOptions {
+    /// Prune.
+    pub prune: Prune,
+    /// Apply or dry run.
+    pub mode: Mode,
+    /// On field conflicts.
+    pub conflicts: Conflicts,
+    /// On immutable fields.
+    pub recreate: Recreate,
+    /// How long to wait for another run's Lease.
+    pub lock_timeout: Duration,
+    /// Manifests of a layer applied at once.
+    pub manifests_at_once: usize,
+    /// Requests in flight per manifest.
+    pub requests_at_once: usize,
+}
+
+impl Default for ApplyOptions {
+    fn default() -> Self {
+        Self {
+            prune: Prune::Off,
+            mode: Mode::Apply,
+            conflicts: Conflicts::Report,
+            recreate: Recreate::Never,
+            lock_timeout: Duration::from_secs(60),
+            manifests_at_once: 4,
+            requests_at_once: 32,
+        }
+    }
+}
+
+/// What `destroy` is about to delete, for a confirmation.
+#[derive(Debug, Clone)]
+pub struct Teardown {
+    /// The manifests, by name.
+    pub manifests: Vec<String>,
+    /// How many objects they hold.
+    pub objects: usize,
+    /// The kube context.
+    pub context: String,
+}
+
+/// The readiness of a stack's objects.
+#[derive(Debug, Clone)]
+pub struct StatusReport {
+    /// One row per object.
+    pub rows: Vec<crate::status::Row>,
+    /// The manifests in state.
+    pub manifests: usize,
+    /// Manifests whose last apply failed part way.
+    pub incomplete: Vec<String>,
+    /// List calls it took.
+    pub requests: usize,
+}
+
+/// One file and what it declares, ready to run against a cluster.
+pub struct Stack {
+    options: StackOptions,
+    config: Config,
+    name: String,
+    lock: LockFile,
+    notices: Notices,
+}
+
+impl std::fmt::Debug for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stack")
+            .field("name", &self.name)
+            .field("file", &self.options.file)
+            .finish()
+    }
+}
+
+impl Stack {
+    /// Load and validate the file (every manifest's `type` needs a plugin)
+    /// and name the stack.
+    pub fn open(options: StackOptions, writes: Writes, notices: Notices) -> Result<Self, RunError> {
+        let load = LoadOptions {
+            environment: options.environment.clone(),
+            tazuna_version: tazuna_version(),
+        };
+        let config = config::load(&options.file, &load)?;
+        let builtins: Vec<&str> = plugins::builtin_names().collect();
+        config.check_types_tagged(&builtins, &options.tags)?;
+        let name = config
+            .spec
+            .stack
+            .clone()
+            .unwrap_or_else(|| derived_name(&options.file));
+        let lock = LockFile {
+            path: Lockfile::path_for(&options.file),
+            writes,
+        };
+        Ok(Self {
+            options,
+            config,
+            name,
+            lock,
+            notices,
+        })
+    }
+
+    /// The file's config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The stack's name, under which its state is recorded.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The manifests the tags select, in file order.
+    pub fn selected(&self) -> Result<Vec<&Manifest>, RunError> {
+        Ok(self.config.select(&self.options.tags)?)
+    }
+
+    /// The selected manifests in dependency order.
+    pub fn ordered(&self) -> Result<Vec<&Manifest>, RunError> {
+        let selected = self.selected()?;
+        Ok(graph::order(&selected)
+            .into_iter()
+            .map(|i| selected[i])
+            .collect())
+    }
+
+    fn notice(&self, text: &str) {
+        (self.notices)(text);
+    }
+
+    /// What each plugin of `spec.plugins` is used as: a secret resolver when a
+    /// provider of `spec.providers` has its name as `type`, a source when a
+    /// manifest does, else whichever world it targets.
+    pub fn declared_roles(&self) -> Vec<(&str, Role)> {
+        let config = &self.config;
+        config
+            .spec
+            .plugins
+            .iter()
+            .map(|d| {
+                let role = if config.spec.providers.iter().any(|p| p.kind == d.name) {
+                    Role::Resolver
+                } else if config.manifests.iter().any(|m| m.kind == d.name) {
+                    Role::Source
+                } else {
+                    Role::Either
+                };
+                (d.name.as_str(), role)
+            })
+            .collect()
+    }
+
+    /// Start the plugin host and load the source plugins `manifests` need.
+    pub fn source_plugins(
+        &self,
+        manifests: &[&Manifest],
+    ) -> Result<(PluginHost, PluginSet), RunError> {
+        let mut types: Vec<&str> = manifests.iter().map(|m| m.kind.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        let wanted: Vec<(&str, Role)> = types.into_iter().map(|t| (t, Role::Source)).collect();
+        let host = PluginHost::new(self.options.host.clone())?;
+        let set = self.plugin_set(&host, &wanted, Resolve::Pinned)?;
+        Ok((host, set))
+    }
+
+    /// Load the plugins `wanted` names in their roles: built-ins, and declared
+    /// plugins, `oci://` ones by their pins in tazuna.lock (resolved and
+    /// pinned when they have none, or again with [`Resolve::Again`]).
+    pub fn plugin_set(
+        &self,
+        host: &PluginHost,
+        wanted: &[(&str, Role)],
+        resolve: Resolve,
+    ) -> Result<PluginSet, RunError> {
+        load_plugin_set(
+            &self.config,
+            &self.lock,
+            &self.options.host,
+            &self.notices,
+            host,
+            wanted,
+            resolve,
+        )
+    }
+
+    /// Render `manifests` with `render_settings`, then check what they
+    /// pulled from upstream against the pins in tazuna.lock, recording new
+    /// ones (see [`render::check_pins`]). Secret references stay as they are.
+    pub fn render(
+        &self,
+        host: &PluginHost,
+        plugins: &PluginSet,
+        manifests: &[&Manifest],
+        render_settings: &RenderSettings,
+    ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
+        let mut results = render::render_all(host, plugins, manifests, render_settings);
+        let pulled = results
+            .iter()
+            .any(|r| r.as_ref().is_ok_and(|r| !r.upstream.is_empty()));
+        if pulled {
+            let notices = self.notices.clone();
+            self.lock.update(|lock| {
+                for line in render::check_pins(lock, &mut results) {
+                    notices(&line);
+                }
+                Ok::<_, RunError>(())
+            })?;
+        }
+        Ok(results)
+    }
+
+    /// The settings of a render for `cluster` (or for none, as `build` does).
+    pub fn render_settings(&self, cluster: Option<&Cluster>, concurrency: usize) -> RenderSettings {
+        RenderSettings {
+            environment: self.options.environment.clone(),
+            values: self.config.values(),
+            cluster: cluster.map(Cluster::info),
+            concurrency,
+        }
+    }
+
+    /// Check the context name, connect, check the cluster identity, and (for
+    /// writes) show the target and record the binding. Nothing is written to
+    /// the cluster here.
+    pub async fn connect(&self, access: Access) -> Result<Connection, RunError> {
+        let guard = ContextGuard {
+            rule: self.config.context_rule(),
+            environment: self.options.environment.clone(),
+            file_uid: self.config.cluster().and_then(|c| c.uid.clone()),
+            lock_path: self.lock.path.clone(),
+        };
+        let context = cluster::context_name(&self.options.connect)?;
+        let mut options = self.options.connect.clone();
+        options.context = Some(context.clone());
+        if access == Access::Throwaway {
+            let cluster = Cluster::connect(&options).await?;
+            self.notice(&format!("target: {} (throwaway)", cluster.target()));
+            return Ok(self.connection(cluster));
+        }
+        guard.check_context(&context)?;
+        let cluster = Cluster::connect(&options).await?;
+        let rebind = match access {
+            Access::Read | Access::Throwaway => Rebind::Refuse,
+            Access::Write(rebind) => rebind,
+        };
+        if access == Access::Read {
+            guard.check_identity(cluster.target(), &self.lock.load()?, rebind)?;
+            return Ok(self.connection(cluster));
+        }
+        self.notice(&format!("target: {}", cluster.target()));
+        self.notice(&format!("stack: {}", self.name));
+        // Checked again under the lock: a run that bound the file meanwhile
+        // decides for this one.
+        self.lock.update(|lock| {
+            if let Some(binding) = guard.check_identity(cluster.target(), lock, rebind)? {
+                if self.lock.writes == Writes::Persist {
+                    self.notice(&format!(
+                        "binding {} to cluster {} in `{}`",
+                        self.options
+                            .environment
+                            .as_deref()
+                            .map_or("this file".to_owned(), |e| format!("environment `{e}`")),
+                        binding.uid,
+                        self.lock.path.display()
+                    ));
+                }
+                lock.bind(self.options.environment.as_deref(), binding);
+            }
+            Ok::<_, RunError>(())
+        })?;
+        Ok(self.connection(cluster))
+    }
+
+    fn connection(&self, cluster: Cluster) -> Connection {
+        let store = Store::new(cluster.client().clone());
+        Connection { cluster, store }
+    }
+
+    /// Render `manifests` for `cluster` (plugins see its version and API
+    /// groups) and resolve the secret references in their Secrets. Each result
+    /// is the rendered manifest or its error message.
+    fn render_for(
+        &self,
+        manifests: &[&Manifest],
+        cluster: &Cluster,
+    ) -> Result<Vec<Result<Rendered, String>>, RunError> {
+        let (host, plugins) = self.source_plugins(manifests)?;
+        // Secret references are resolved only here, on the way to a cluster,
+        // in rendered Secrets and for the tools plugins run; `tazuna build`
+        // prints them as they are. Resolvers load on first use.
+        let config = self.config.clone();
+        let lock = self.lock.clone();
+        let host_settings = self.options.host.clone();
+        let notices = self.notices.clone();
+        let secrets = Arc::new(ProviderSecrets::new(
+            self.config.spec.providers.clone(),
+            secrets::working_dir(&self.options.file),
+            self.options.host.clone(),
+            Box::new(move |host, kind| {
+                load_plugin_set(
+                    &config,
+                    &lock,
+                    &host_settings,
+                    &notices,
+                    host,
+                    &[(kind, Role::Resolver)],
+                    Resolve::Pinned,
+                )
+                .map_err(|error| error.to_string())
+            }),
+        ));
+        host.set_tool_secrets(secrets.clone());
+        let settings = self.render_settings(Some(cluster), 0);
+        let mut results = self.render(&host, &plugins, manifests, &settings)?;
+        secrets::resolve_all(&secrets, &mut results);
+        Ok(results
+            .into_iter()
+            .map(|r| r.map_err(|e| e.to_string()))
+            .collect())
+    }
+
+    /// The stack's records and everyone else's, from one list call.
+    pub async fn states(&self, connection: &Connection) -> Result<StackStates, RunError> {
+        let all = connection.store.load().await?;
+        Ok(StackStates::split(all, &self.name, &self.declared()))
+    }
+
+    fn declared(&self) -> HashSet<&str> {
+        self.config
+            .manifests
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect()
+    }
+
+    /// Objects rendered twice or into Tazuna's namespace, and manifest names
+    /// another stack owns: what a run refuses before any write.
+    fn claims(
+        &self,
+        cluster: &Cluster,
+        rendered: &[(&Manifest, &Rendered)],
+        states: Option<&StackStates>,
+    ) -> Result<Claims, RunError> {
+        let inputs: Vec<(&str, Option<&str>, &Rendered)> = rendered
+            .iter()
+            .map(|(m, r)| (m.name.as_str(), m.namespace.as_deref(), *r))
+            .collect();
+        let mut errors = match states {
+            Some(states) => states.taken(self.config.manifests.iter().map(|m| m.name.as_str())),
+            None => Vec::new(),
+        };
+        let claims = Claims::of(&inputs, |o| cluster.resolve(o).map(|r| r.namespaced));
+        match claims {
+            Ok(claims) if errors.is_empty() => Ok(claims),
+            Ok(_) => Err(RunError::Ownership(errors)),
+            Err(more) => {
+                errors.extend(more);
+                Err(RunError::Ownership(errors))
+            }
+        }
+    }
+
+    /// Bring the cluster to the file: render, refuse what the stack may not
+    /// write, take the Lease, apply layer by layer, prune by ownership (also
+    /// the manifests removed from the file), and run `spec.tests`.
+    pub async fn apply(
+        &self,
+        connection: &Connection,
+        options: &ApplyOptions,
+        observer: &dyn Observer,
+    ) -> Result<Vec<ManifestOutcome>, RunError> {
+        let selected = self.selected()?;
+        let rendered =
+            tokio::task::block_in_place(|| self.render_for(&selected, &connection.cluster))?;
+        let ok: Vec<(&Manifest, &Rendered)> = selected
+            .iter()
+            .zip(&rendered)
+            .filter_map(|(m, r)| Some((*m, r.as_ref().ok()?)))
+            .collect();
+        // Before anything is written, Tazuna's own namespace and Lease included.
+        self.claims(&connection.cluster, &ok, None)?;
+        let store = &connection.store;
+        let guard = match options.mode {
+            Mode::Apply => {
+                store.ensure_namespace().await?;
+                let guard = store.lock(&holder_identity(), options.lock_timeout).await?;
+                if let Some(from) = guard.taken_over() {
+                    self.notice(&format!("took over the lock on this cluster from {from}"));
+                }
+                Some(guard)
+            }
+            Mode::DryRun => None,
+        };
+        let outcome = self
+            .apply_locked(connection, options, &selected, rendered, observer)
+            .await;
+        if let Some(guard) = guard {
+            guard.release().await;
+        }
+        outcome
+    }
+
+    async fn apply_locked(
+        &self,
+        connection: &Connection,
+        options: &ApplyOptions,
+        selected: &[&Manifest],
+        rendered: Vec<Result<Rendered, String>>,
+        observer: &dyn Observer,
+    ) -> Result<Vec<ManifestOutcome>, RunError> {
+        let Connection { cluster, store } = connection;
+        let states = self.states(connection).await?;
+        let ok: Vec<(&Manifest, &Rendered)> = selected
+            .iter()
+            .zip(&rendered)
+            .filter_map(|(m, r)| Some((*m, r.as_ref().ok()?)))
+            .collect();
+        let claims = self.claims(cluster, &ok, Some(&states))?;
+        let complete = rendered.iter().all(Result::is_ok);
+        let declared = self.declared();
+        let ownership = Ownership::new(claims, &states.own, &declared, complete);
+        let hash_key = match options.mode {
+            Mode::Apply => store.ensure_hash_key().await?,
+            Mode::DryRun => store.hash_key().await?.unwrap_or_default(),
+        };
+        let settings = ApplySettings {
+            conflicts: options.conflicts,
+            recreate: options.recreate,
+            prune: options.prune,
+            mode: options.mode,
+            manifests_at_once: options.manifests_at_once,
+            requests_at_once: options.requests_at_once,
+            git_commit: git_commit(&self.config.dir),
+            tazuna_version: crate::VERSION.to_owned(),
+            run_spec_tests: self.options.tags.is_empty(),
+        };
+        let run = Run {
+            cluster,
+            store,
+            states: &states.own,
+            stack: &self.name,
+            ownership: &ownership,
+            hash_key: &hash_key,
+            settings: &settings,
+            observer,
+        };
+        let positions: BTreeMap<&str, usize> = self
+            .config
+            .manifests
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.name.as_str(), i))
+            .collect();
+        let units: Vec<Unit> = selected
+            .iter()
+            .zip(rendered)
+            .map(|(manifest, rendered)| Unit {
+                manifest,
+                position: positions[manifest.name.as_str()],
+                rendered,
+            })
+            .collect();
+        let layers = graph::layers(selected);
+        let sequential = selected.iter().all(|m| m.depends_on.is_empty());
+        let mut outcomes = run.apply(&units, &layers, sequential).await;
+
+        // The stack's manifests removed from the file: their objects go by
+        // the rules of in-file prune, unless another manifest keeps them.
+        let removed: BTreeMap<String, Stored> = states
+            .own
+            .iter()
+            .filter(|(name, _)| !declared.contains(name.as_str()))
+            .map(|(n, s)| (n.clone(), s.clone()))
+            .collect();
+        if !removed.is_empty() {
+            let names = removed
+                .keys()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if options.prune == Prune::Off || options.mode == Mode::DryRun {
+                self.notice(&format!(
+                    "note: {names} removed from the file still {} objects in the cluster; `tazuna apply --prune` deletes them",
+                    if removed.len() == 1 { "has" } else { "have" }
+                ));
+            } else if !ownership.may_prune() {
+                self.notice(&format!(
+                    "note: {names} removed from the file {} not pruned: a manifest failed to render, so what it keeps is unknown",
+                    if removed.len() == 1 { "is" } else { "are" }
+                ));
+            } else {
+                let order = crate::destroy::order(&removed);
+                outcomes.extend(run.prune_removed(&order, options.prune).await);
+            }
+        }
+        let all_ok = outcomes.iter().all(|o| o.outcome == Outcome::Applied);
+        if all_ok
+            && settings.run_spec_tests
+            && options.mode == Mode::Apply
+            && let Some(outcome) = run.spec_tests(&self.config.spec.tests).await
+        {
+            observer.event(Event::Finished(outcome.clone()));
+            outcomes.push(outcome);
+        }
+        Ok(outcomes)
+    }
+
+    /// Compare the file with the cluster (`plan`, `state drift`) or with the
+    /// state (`state diff`), for the stack's own records only. Refuses what
+    /// apply would refuse.
+    pub async fn plan(
+        &self,
+        connection: &Connection,
+        question: Question,
+    ) -> Result<Report, RunError> {
+        let ordered = self.ordered()?;
+        let rendered =
+            tokio::task::block_in_place(|| self.render_for(&ordered, &connection.cluster))?;
+        let mut errors = Vec::new();
+        let mut intents_rendered = Vec::new();
+        for (manifest, result) in ordered.iter().zip(rendered) {
+            match result {
+                Ok(r) => intents_rendered.push((*manifest, r)),
+                Err(error) => errors.push(error),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(RunError::Render(errors));
+        }
+        let states = self.states(connection).await?;
+        let pairs: Vec<(&Manifest, &Rendered)> =
+            intents_rendered.iter().map(|(m, r)| (*m, r)).collect();
+        let claims = self.claims(&connection.cluster, &pairs, Some(&states))?;
+        let declared = self.declared();
+        let ownership = Ownership::new(claims, &states.own, &declared, true);
+        let hash_key = connection.store.hash_key().await?;
+        let intents: Vec<Intent> = intents_rendered
+            .iter()
+            .map(|(m, r)| Intent {
+                manifest: m,
+                rendered: r,
+            })
+            .collect();
+        let all: HashSet<String> = if self.options.tags.is_empty() {
+            declared.iter().map(|n| (*n).to_owned()).collect()
+        } else {
+            // With a tag selection, manifests outside it are not "removed".
+            states
+                .own
+                .keys()
+                .cloned()
+                .chain(declared.iter().map(|n| (*n).to_owned()))
+                .collect()
+        };
+        Ok(plan::compare(
+            &connection.cluster,
+            &states.own,
+            &intents,
+            &all,
+            &ownership,
+            hash_key.as_deref(),
+            question,
+        )
+        .await?)
+    }
+
+    /// Delete everything the stack's state records (of the selected
+    /// manifests), then the state, in reverse dependency order. `confirm`
+    /// sees what would go and says whether to go on. `None` when there was
+    /// nothing to destroy or it was not confirmed.
+    pub async fn destroy(
+        &self,
+        connection: &Connection,
+        lock_timeout: Duration,
+        confirm: impl FnOnce(&Teardown) -> bool,
+        observer: &dyn Observer,
+    ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
+        let chosen = self.chosen(self.states(connection).await?.own)?;
+        if chosen.is_empty() {
+            self.notice(&format!(
+                "nothing to destroy: stack `{}` has no state on this cluster",
+                self.name
+            ));
+            return Ok(None);
+        }
+        let teardown = Teardown {
+            manifests: chosen.keys().cloned().collect(),
+            objects: chosen.values().map(|s| s.state.objects.len()).sum(),
+            context: connection.cluster.target().context.clone(),
+        };
+        if !confirm(&teardown) {
+            return Ok(None);
+        }
+        let store = &connection.store;
+        let guard = store.lock(&holder_identity(), lock_timeout).await?;
+        if let Some(from) = guard.taken_over() {
+            self.notice(&format!("took over the lock on this cluster from {from}"));
+        }
+        let outcome = async {
+            // Read again under the lock: another run may have changed it.
+            let own = self.states(connection).await?.own;
+            let (doomed, rest): (BTreeMap<_, _>, BTreeMap<_, _>) = own
+                .into_iter()
+                .partition(|(name, _)| chosen.contains_key(name));
+            // Objects a manifest that stays also records are left to it.
+            let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
+            let ownership = Ownership::new(Claims::default(), &rest, &staying, true);
+            let settings = ApplySettings::teardown();
+            let run = Run {
+                cluster: &connection.cluster,
+                store,
+                states: &doomed,
+                stack: &self.name,
+                ownership: &ownership,
+                hash_key: &[],
+                settings: &settings,
+                observer,
+            };
+            let order = crate::destroy::order(&doomed);
+            Ok(run.destroy(&order).await)
+        }
+        .await;
+        guard.release().await;
+        outcome.map(Some)
+    }
+
+    /// The records of the manifests the tags select (all without tags).
+    fn chosen(
+        &self,
+        mut own: BTreeMap<String, Stored>,
+    ) -> Result<BTreeMap<String, Stored>, RunError> {
+        if !self.options.tags.is_empty() {
+            let selected: HashSet<&str> =
+                self.selected()?.iter().map(|m| m.name.as_str()).collect();
+            own.retain(|name, _| selected.contains(name.as_str()));
+        }
+        Ok(own)
+    }
+
+    /// Whether the objects of the stack's state exist and are ready.
+    pub async fn status(&self, connection: &Connection) -> Result<StatusReport, RunError> {
+        let own = self.states(connection).await?.own;
+        let (rows, requests) = crate::status::readiness(&connection.cluster, &own)
+            .await
+            .map_err(RunError::Read)?;
+        Ok(StatusReport {
+            rows,
+            manifests: own.len(),
+            incomplete: own
+                .values()
+                .filter(|s| s.state.incomplete)
+                .map(|s| s.state.manifest.clone())
+                .collect(),
+            requests,
+        })
+    }
+
+    /// Stop managing `target` (`<manifest>` or `<manifest>/<Kind>[/<namespace>]/<name>`)
+    /// without deleting it. Returns what was forgotten, for people.
+    pub async fn forget(&self, connection: &Connection, target: &str) -> Result<String, RunError> {
+        let guard = connection
+            .store
+            .lock(&holder_identity(), Duration::from_secs(60))
+            .await?;
+        let result = self.forget_locked(connection, target).await;
+        guard.release().await;
+        result
+    }
+
+    async fn forget_locked(
+        &self,
+        connection: &Connection,
+        target: &str,
+    ) -> Result<String, RunError> {
+        let states = self.states(connection).await?;
+        let mut parts = target.splitn(2, '/');
+        let manifest = parts.next().unwrap_or_default();
+        let Some(stored) = states.own.get(manifest) else {
+            let known: Vec<&str> = states.own.keys().map(String::as_str).collect();
+            let elsewhere = states
+                .others
+                .get(manifest)
+                .and_then(|s| s.state.stack.clone())
+                .map(|stack| {
+                    format!(
+                        "; it belongs to stack `{stack}`: run `tazuna state forget` with that file"
+                    )
+                })
+                .unwrap_or_default();
+            return Err(RunError::NotInState(
+                format!(
+                    "manifest `{manifest}` is not in the state of stack `{}`",
+                    self.name
+                ),
+                format!(
+                    "`tazuna state list` shows what is; known: {}{elsewhere}",
+                    if known.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        };
+        let store = &connection.store;
+        let Some(rest) = parts.next() else {
+            store.delete(stored).await?;
+            return Ok(format!(
+                "forgot manifest `{manifest}` and its {} objects; they stay in the cluster",
+                stored.state.objects.len()
+            ));
+        };
+        let pieces: Vec<&str> = rest.split('/').collect();
+        let (kind, namespace, name) = match pieces.as_slice() {
+            [kind, name] => (*kind, None, *name),
+            [kind, namespace, name] => (*kind, Some(*namespace), *name),
+            _ => {
+                return Err(RunError::NotInState(
+                    format!(
+                        "`{target}` is not `<manifest>/<Kind>/<name>` or `<manifest>/<Kind>/<namespace>/<name>`"
+                    ),
+                    "for example `tazuna state forget argocd/ConfigMap/argocd/argocd-cm`".into(),
+                ));
+            }
+        };
+        let mut state = stored.state.clone();
+        let before = state.objects.len();
+        state.objects.retain(|e| {
+            !(e.kind == kind
+                && e.name == name
+                && (namespace.is_none() || e.namespace.as_deref() == namespace))
+        });
+        let removed = before - state.objects.len();
+        if removed == 0 {
+            return Err(RunError::NotInState(
+                format!("manifest `{manifest}` has no {kind} `{name}` in its state"),
+                "`tazuna state list -o json` shows its objects".into(),
+            ));
+        }
+        state.stack = Some(self.name.clone());
+        store.save(&state, Some(stored)).await?;
+        Ok(format!(
+            "forgot {removed} object(s) of manifest `{manifest}`; they stay in the cluster"
+        ))
+    }
+}
+
+/// Load the plugins `wanted` names (see [`Stack::plugin_set`]); a free
+/// function so that the secret-resolver loader can call it without the stack.
+fn load_plugin_set(
+    config: &Config,
+    lock: &LockFile,
+    host_settings: &HostSettings,
+    notices: &Notices,
+    host: &PluginHost,
+    wanted: &[(&str, Role)],
+    resolve: Resolve,
+) -> Result<PluginSet, RunError> {
+    let declared = &config.spec.plugins;
+    let needs_oci = declared.iter().any(|d| {
+        matches!(d.source, PluginSource::Oci { .. })
+            && wanted.iter().any(|(name, _)| *name == d.name)
+    });
+    if !needs_oci {
+        return Ok(PluginSet::load(
+            host,
+            wanted,
+            declared,
+            &Default::default(),
+        )?);
+    }
+    let pinned = lock.load()?;
+    let blobs = Blobs::new(host_settings.cache_dir.as_deref());
+    let fetched = block_on(plugins::fetch_oci(
+        declared, wanted, &pinned, resolve, &blobs,
+    ))?;
+    let set = PluginSet::load(host, wanted, declared, &fetched)?;
+    let pins = plugins::new_pins(&set, fetched);
+    if !pins.is_empty() {
+        lock.update(|lock_file| {
+            for (name, pin) in pins {
+                notices(&format!(
+                    "pinned plugin `{name}` {} ({}) in {}",
+                    pin.version,
+                    pin.manifest_digest,
+                    lock.path.display()
+                ));
+                lock_file.plugins.insert(name, pin);
+            }
+            Ok::<_, RunError>(())
+        })?;
+    }
+    Ok(set)
+}
+
+impl ApplySettings {
+    /// What taking objects down needs of the apply settings: deletes only,
+    /// one manifest at a time.
+    pub fn teardown() -> Self {
+        Self {
+            conflicts: Conflicts::Report,
+            recreate: Recreate::Never,
+            prune: Prune::Dangerous,
+            mode: Mode::Apply,
+            manifests_at_once: 1,
+            requests_at_once: 32,
+            git_commit: None,
+            tazuna_version: crate::VERSION.to_owned(),
+            run_spec_tests: false,
+        }
+    }
+}
+
+/// The running Tazuna's version.
+pub fn tazuna_version() -> semver::Version {
+    semver::Version::parse(crate::VERSION).expect("the crate version is semver")
+}
+
+/// Run `future` to completion, inside or outside a runtime.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => tokio::task::block_in_place(|| handle.block_on(future)),
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime starts")
+            .block_on(future),
+    }
+}
+
+/// Who takes the lock: `user@host pid N (time)`.
+pub fn holder_identity() -> String {
+    crate::state::holder_identity()
+}
+
+/// The stack name of a file that does not set `spec.stack`: its place in
+/// its git repository (`<repository>/<path>`, the repository named after its
+/// `origin` remote, else its top directory), so every clone of the repository
+/// names the same stack; outside git, `<directory>/<file>`.
+pub fn derived_name(file: &Path) -> String {
+    let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+    let absolute = absolute.canonicalize().unwrap_or(absolute);
+    let dir = absolute.parent().unwrap_or(Path::new("/")).to_owned();
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&dir)
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+        (output.status.success() && !text.is_empty()).then_some(text)
+    };
+    let file_name = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "tazuna.yaml".into());
+    let name = match git(&["rev-parse", "--show-toplevel"]) {
+        Some(top) => {
+            let top = PathBuf::from(top);
+            let top = top.canonicalize().unwrap_or(top);
+            let repository = git(&["config", "--get", "remote.origin.url"])
+                .and_then(|url| {
+                    url.trim_end_matches('/')
+                        .rsplit(['/', ':'])
+                        .next()
+                        .map(|last| last.trim_end_matches(".git").to_owned())
+                })
+                .filter(|n| !n.is_empty())
+                .or_else(|| top.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "repository".into());
+            let relative = absolute
+                .strip_prefix(&top)
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or(file_name);
+            format!("{repository}/{relative}")
+        }
+        None => {
+            let parent = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            format!("{parent}/{file_name}")
+        }
+    };
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// The git commit of `dir`, if it is in a work tree.
+pub fn git_commit(dir: &Path) -> Option<String> {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        .filter(|c| !c.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_outside_git_is_named_by_its_directory_and_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("team-a");
+        std::fs::create_dir(&project).unwrap();
+        let file = project.join("tazuna.yaml");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(derived_name(&file), "team-a/tazuna.yaml");
+    }
+
+    #[test]
+    fn a_file_in_git_is_named_by_its_repository_and_path_in_every_clone() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |dir: &Path, args: &[&str]| {
+            let status = std::process::Command::new("git")
+                .arg("-C")
+                .arg(dir)
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+            status.is_ok_and(|s| s.success())
+        };
+        let clone = |name: &str| {
+            let root = dir.path().join(name);
+            std::fs::create_dir_all(root.join("clusters/prod")).unwrap();
+            std::fs::write(root.join("clusters/prod/tazuna.yaml"), "").unwrap();
+            git(&root, &["init", "-q"])
+                && git(
+                    &root,
+                    &[
+                        "remote",
+                        "add",
+                        "origin",
+                        "git@example.com:org/platform.git",
+                    ],
+                )
+        };
+        assert!(clone("one") && clone("two"), "git init failed");
+        let one = derived_name(&dir.path().join("one/clusters/prod/tazuna.yaml"));
+        let two = derived_name(&dir.path().join("two/clusters/prod/tazuna.yaml"));
+        assert_eq!(one, "platform/clusters/prod/tazuna.yaml");
+        assert_eq!(one, two);
+    }
+}
