@@ -1,0 +1,482 @@
+//! Reading a `tazuna.yaml`: parse it, expand `includes` and Go's `parallel`, and validate
+//! everything that needs no knowledge of plugins.
+//!
+//! Each file is parsed twice: once by serde_yaml into a `Value` (the data) and once by
+//! yaml-rust2 into a position index (see [`super::source`]). Typed parts are deserialized
+//! with serde_path_to_error, so a serde error knows its YAML path, and the index turns the
+//! path into a line and column.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use regex::Regex;
+use serde::de::DeserializeOwned;
+use serde_yaml::{Mapping, Value};
+
+use super::error::{ConfigError, Span, suggest};
+use super::model::{
+    Check, Cluster, Environment, ExistNonExist, Manifest, MatchMode, Plugin, PluginSource,
+    Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+};
+use super::raw::{
+    BUILTIN_BLOCKS, MANIFEST_FIELDS, PROVIDER_BLOCKS, RawCluster, RawEnvironment, RawManifest,
+    RawMatchMode, RawPlugin, RawProvider, RawRoot, RawSpec, RawTest, RawTestType, RawWait,
+};
+use super::source::{Seg, Source, YamlPath, join_clean, parent_dir};
+use super::{API_VERSION, Config, KIND, LoadOptions, RESERVED_NAME};
+use crate::check::{CheckError, Condition};
+
+mod errors;
+mod manifests;
+mod spec;
+
+use errors::*;
+use manifests::*;
+use spec::*;
+
+/// A parsed file: its text and index, its data, and the directory its paths are relative to.
+struct Document {
+    source: Source,
+    value: Value,
+    dir: PathBuf,
+}
+
+impl Document {
+    /// Read and parse `file`. `included_at` is the include entry that names it, if any, so a
+    /// missing included file is reported there.
+    fn read(
+        file: &Path,
+        environment: Option<&str>,
+        included_at: Option<Box<Span>>,
+    ) -> Result<Self, ConfigError> {
+        let text = match std::fs::read_to_string(file) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                return Err(match included_at {
+                    Some(at) => ConfigError::IncludeNotFound {
+                        file: file.to_path_buf(),
+                        at,
+                    },
+                    None => ConfigError::NotFound {
+                        file: file.to_path_buf(),
+                    },
+                });
+            }
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    file: file.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let text = substitute_environment(&text, environment);
+        let source = Source::new(file.to_path_buf(), text);
+        let mut value: Value = match serde_yaml::from_str(source.text()) {
+            Ok(value) => value,
+            Err(err) => return Err(syntax_error(&source, &err)),
+        };
+        // Go Tazuna reads YAML 1.1 merge keys (`<<: *base`); serde_yaml needs asking.
+        if let Err(err) = value.apply_merge() {
+            return Err(syntax_error(&source, &err));
+        }
+        Ok(Self {
+            dir: parent_dir(file),
+            source,
+            value,
+        })
+    }
+
+    fn value_span(&self, path: &YamlPath) -> Box<Span> {
+        self.source.value_span(path)
+    }
+
+    fn key_span(&self, path: &YamlPath) -> Box<Span> {
+        self.source.key_span(path)
+    }
+
+    fn file(&self) -> &Path {
+        &self.source.file
+    }
+
+    /// Deserialize `value`, found at `base`, and point any error at its line.
+    fn deserialize<T: DeserializeOwned>(
+        &self,
+        base: &YamlPath,
+        value: &Value,
+    ) -> Result<T, ConfigError> {
+        serde_path_to_error::deserialize(value).map_err(|err| self.serde_error(base, &err))
+    }
+
+    fn serde_error(
+        &self,
+        base: &YamlPath,
+        err: &serde_path_to_error::Error<serde_yaml::Error>,
+    ) -> ConfigError {
+        let mut path = base.clone();
+        for segment in err.path().iter() {
+            match segment {
+                serde_path_to_error::Segment::Seq { index } => path = path.index(*index),
+                serde_path_to_error::Segment::Map { key }
+                | serde_path_to_error::Segment::Enum { variant: key } => path = path.key(key),
+                serde_path_to_error::Segment::Unknown => break,
+            }
+        }
+        let message = err.inner().to_string();
+        self.classify(&path, &message)
+    }
+
+    /// Turn serde's standard messages into specific variants.
+    fn classify(&self, path: &YamlPath, message: &str) -> ConfigError {
+        static UNKNOWN_FIELD: LazyLock<Regex> = LazyLock::new(|| {
+            Regex::new(r"^unknown field `(.*?)`, (?:expected (.*)|there are no fields)$").unwrap()
+        });
+        static MISSING_FIELD: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"^missing field `(.*)`$").unwrap());
+        static INVALID_TYPE: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"^invalid type: (.*), expected (.*)$").unwrap());
+        static INVALID_VALUE: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"^invalid value: (.*), expected (.*)$").unwrap());
+        static UNKNOWN_VARIANT: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new(r"^unknown variant `(.*?)`, expected (.*)$").unwrap());
+
+        if let Some(caps) = UNKNOWN_FIELD.captures(message) {
+            let field = caps[1].to_owned();
+            let expected = backticked_words(caps.get(2).map_or("", |m| m.as_str()));
+            let parent = if path.0.last() == Some(&Seg::Key(field.clone())) {
+                path.parent()
+            } else {
+                path.clone()
+            };
+            return ConfigError::UnknownField {
+                suggestion: suggest(&field, expected.iter().map(String::as_str)),
+                at: self.key_span(&parent.key(&field)),
+                section: section(&parent),
+                field,
+                expected,
+            };
+        }
+        if let Some(caps) = MISSING_FIELD.captures(message) {
+            return ConfigError::MissingField {
+                field: caps[1].to_owned(),
+                section: section(path),
+                at: self.value_span(path),
+            };
+        }
+        if let Some(caps) = INVALID_TYPE.captures(message) {
+            return ConfigError::WrongType {
+                field: path.to_string(),
+                expected: humanize_expected(&caps[2]),
+                found: humanize_found(&caps[1]),
+                at: self.value_span(path),
+            };
+        }
+        if let Some(caps) = INVALID_VALUE.captures(message) {
+            return ConfigError::InvalidValue {
+                field: path.to_string(),
+                expected: humanize_expected(&caps[2]),
+                found: humanize_found(&caps[1]),
+                at: self.value_span(path),
+            };
+        }
+        if let Some(caps) = UNKNOWN_VARIANT.captures(message) {
+            let value = caps[1].to_owned();
+            let expected = backticked_words(&caps[2]);
+            return ConfigError::UnknownVariant {
+                field: path.last_key().unwrap_or("value").to_owned(),
+                suggestion: suggest(&value, expected.iter().map(String::as_str)),
+                value,
+                expected,
+                at: self.value_span(path),
+            };
+        }
+        ConfigError::Invalid {
+            message: format!("invalid `{path}`: {message}"),
+            hint: None,
+            at: self.value_span(path),
+        }
+    }
+
+    fn invalid(&self, path: &YamlPath, message: String, hint: Option<String>) -> ConfigError {
+        ConfigError::Invalid {
+            message,
+            hint,
+            at: self.value_span(path),
+        }
+    }
+}
+
+/// Go Tazuna renders `{{ .Environment }}` in tazuna.yaml with the `-e` name (empty without
+/// `-e`). That one variable is all Go files use; no other template syntax is interpreted.
+fn substitute_environment(text: &str, environment: Option<&str>) -> String {
+    static TEMPLATE: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\{\{-?\s*\.Environment\s*-?\}\}").unwrap());
+    TEMPLATE
+        .replace_all(text, regex::NoExpand(environment.unwrap_or("")))
+        .into_owned()
+}
+
+fn deserialize_root(doc: &Document) -> Result<RawRoot, ConfigError> {
+    let root = YamlPath::root();
+    match &doc.value {
+        Value::Mapping(_) => doc.deserialize(&root, &doc.value),
+        Value::Null => Err(doc.invalid(
+            &root,
+            format!("`{}` is empty", doc.file().display()),
+            Some(
+                "a tazuna.yaml has `apiVersion`, `kind` and `spec`; `tazuna init` writes one"
+                    .to_owned(),
+            ),
+        )),
+        other => Err(doc.invalid(
+            &root,
+            format!(
+                "`{}` is {}, not a mapping",
+                doc.file().display(),
+                describe(other)
+            ),
+            Some(
+                "a tazuna.yaml has `apiVersion`, `kind` and `spec`; `tazuna init` writes one"
+                    .to_owned(),
+            ),
+        )),
+    }
+}
+
+/// Load, expand and validate a `tazuna.yaml`. See [`super::load`].
+pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigError> {
+    let environment = opts.environment.as_deref();
+    let doc = Document::read(path, environment, None)?;
+    let root = YamlPath::root();
+    let spec_path = root.key("spec");
+
+    let minimum = if doc.value.is_mapping() {
+        check_minimum_version(&doc, &opts.tazuna_version)?
+    } else {
+        None
+    };
+    let raw = deserialize_root(&doc)?;
+    check_type_meta(&doc, &raw)?;
+    let Some(spec) = raw.spec else {
+        return Err(ConfigError::MissingField {
+            field: "spec".to_owned(),
+            section: "the root".to_owned(),
+            at: doc.value_span(&root),
+        });
+    };
+    let RawSpec {
+        minimum_supported_tazuna_version: _,
+        context_matches,
+        context_match_mode,
+        environments,
+        manifests,
+        tests,
+        providers,
+        plugins,
+        cluster: raw_cluster,
+        stack,
+    } = spec;
+    if let Some(name) = &stack {
+        check_stack_name(&doc, &spec_path.key("stack"), name)?;
+    }
+
+    let plugins = build_plugins(&doc, &spec_path.key("plugins"), plugins.unwrap_or_default())?;
+    let plugin_names: BTreeSet<String> = plugins.iter().map(|p| p.name.clone()).collect();
+    let providers = build_providers(
+        &doc,
+        &spec_path.key("providers"),
+        providers.unwrap_or_default(),
+        &plugin_names,
+    )?;
+
+    let context_matches = context_matches.unwrap_or_default();
+    compile_patterns(&doc, &spec_path.key("context_matches"), &context_matches)?;
+    let environments = build_environments(
+        &doc,
+        &spec_path.key("environments"),
+        environments.unwrap_or_default(),
+    )?;
+    let selected = match environment {
+        None => None,
+        Some(name) => match environments.get(name) {
+            Some(env) => Some(env.clone()),
+            None => {
+                let declared: Vec<String> = environments.keys().cloned().collect();
+                let env_path = spec_path.key("environments");
+                let at = if doc
+                    .value
+                    .get("spec")
+                    .and_then(|s| s.get("environments"))
+                    .is_some()
+                {
+                    doc.key_span(&env_path)
+                } else {
+                    doc.key_span(&spec_path)
+                };
+                return Err(ConfigError::UnknownEnvironment {
+                    name: name.to_owned(),
+                    suggestion: suggest(name, declared.iter().map(String::as_str)),
+                    declared,
+                    at,
+                });
+            }
+        },
+    };
+    let tests = build_tests(&doc, &spec_path.key("tests"), tests)?;
+
+    let mut expander = Expander {
+        environment,
+        plugin_names,
+        files: vec![path.to_path_buf()],
+        entries: Vec::new(),
+        claims: Vec::new(),
+    };
+    let items = expander.manifest_items(&doc, manifests.as_ref())?;
+    for (i, item) in items.iter().enumerate() {
+        expander.expand(
+            &doc,
+            &spec_path.key("manifests").index(i),
+            item,
+            &Nesting::Root,
+        )?;
+    }
+    check_names(&expander.claims)?;
+    check_dependencies(&expander.entries)?;
+
+    let (manifests, type_spans) = expander
+        .entries
+        .into_iter()
+        .map(|entry| (entry.manifest, entry.type_at))
+        .unzip();
+    Ok(Config {
+        file: path.to_path_buf(),
+        dir: doc.dir.clone(),
+        api_version: raw.api_version,
+        kind: raw.kind,
+        spec: Spec {
+            minimum_supported_tazuna_version: minimum,
+            context_matches,
+            context_match_mode: context_match_mode.map(match_mode).unwrap_or_default(),
+            environments,
+            tests,
+            providers,
+            plugins,
+            cluster: cluster(raw_cluster),
+            stack,
+        },
+        manifests,
+        environment: selected,
+        files: expander.files,
+        type_spans,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitutes_the_environment_like_go_templates() {
+        assert_eq!(
+            substitute_environment("path: ./overlays/{{ .Environment }}", Some("staging")),
+            "path: ./overlays/staging"
+        );
+        assert_eq!(
+            substitute_environment("path: ./overlays/{{.Environment}}/x", None),
+            "path: ./overlays//x"
+        );
+    }
+
+    #[test]
+    fn oci_references_may_carry_a_port_a_tag_and_a_digest() {
+        for good in [
+            "ghcr.io/acme/vault",
+            "127.0.0.1:5000/plugins/configmap",
+            "127.0.0.1:5000/plugins/configmap:0.1.0",
+            "ghcr.io/acme/vault:1.2.3@sha256:abc",
+            "localhost:5000/x",
+        ] {
+            assert!(is_oci_reference(good), "{good}");
+        }
+        for bad in [
+            "vault",
+            "/acme/vault",
+            "ghcr.io/",
+            "ghcr.io/acme/",
+            "127.0.0.1:5000",
+        ] {
+            assert!(!is_oci_reference(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn go_helmfile_blocks_carry_their_wait() {
+        let wait = |json: &str| go_helmfile_wait(&serde_json::from_str(json).unwrap());
+        assert_eq!(wait("{}"), None);
+        assert_eq!(
+            wait(r#"{"wait": false, "timeoutSeconds": 9}"#),
+            Some(Wait::Off)
+        );
+        assert_eq!(
+            wait(r#"{"wait": true}"#),
+            Some(Wait::On {
+                timeout: Wait::DEFAULT_TIMEOUT
+            })
+        );
+        assert_eq!(
+            wait(r#"{"timeoutSeconds": 120}"#),
+            Some(Wait::On {
+                timeout: Duration::from_secs(120)
+            })
+        );
+    }
+
+    #[test]
+    fn parses_versions_leniently() {
+        assert_eq!(parse_version("v1.4.0"), Ok(semver::Version::new(1, 4, 0)));
+        assert_eq!(parse_version("1.4"), Ok(semver::Version::new(1, 4, 0)));
+        assert_eq!(parse_version("2"), Ok(semver::Version::new(2, 0, 0)));
+        assert!(parse_version("one").is_err());
+    }
+
+    #[test]
+    fn points_into_a_condition_only_where_the_columns_line_up() {
+        let span = |line: &str, column| Span {
+            location: super::super::Location {
+                file: PathBuf::from("tazuna.yaml"),
+                line: 3,
+                column,
+            },
+            width: 9,
+            source_line: line.to_owned(),
+        };
+        let columns = |line: &str, column, expression, position| {
+            let mut at = span(line, column);
+            point_into(&mut at, expression, position);
+            (at.location.column, at.width)
+        };
+        assert_eq!(
+            columns("  condition: a == &&", 14, "a == &&", Some((1, 6))),
+            (19, 1)
+        );
+        assert_eq!(
+            columns("  condition: \"a ==\"", 14, "a ==", Some((1, 5))),
+            (18, 1)
+        );
+        assert_eq!(
+            columns("  condition: \"a \\\\x ==\"", 14, "a \\x ==", Some((1, 1))),
+            (14, 9)
+        );
+        assert_eq!(
+            columns("  condition: |", 14, "a ==\n b", Some((2, 2))),
+            (14, 9)
+        );
+    }
+
+    #[test]
+    fn maps_genesissecret_to_its_go_block_name() {
+        assert_eq!(block_key("genesissecret"), "genesisSecret");
+        assert_eq!(block_key("kustomize"), "kustomize");
+    }
+}
