@@ -1,10 +1,10 @@
 //! How a failed command is reported: what went wrong, where, and a `hint:`
 //! line that says what to do.
 
+use crate::report::Color;
 use tazuna_core::config::ConfigError;
 use tazuna_core::hint::Hint;
 use tazuna_engine::ownership::OwnershipError;
-use tazuna_engine::report::Color;
 use tazuna_engine::stack::RunError;
 
 /// A failure already reported in detail (for example a list of render errors);

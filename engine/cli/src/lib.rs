@@ -16,6 +16,7 @@ macro_rules! outln {
 mod commands;
 mod failure;
 mod progress;
+mod report;
 mod settings;
 
 use std::io::IsTerminal;

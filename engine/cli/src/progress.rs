@@ -6,8 +6,8 @@ use std::io::Write as _;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use crate::report::{Color, OutputFormat};
 use tazuna_engine::apply::{Action, Event, ManifestOutcome, Observer, Outcome};
-use tazuna_engine::report::{Color, OutputFormat};
 
 use crate::settings::GlobalSettings;
 

@@ -4,11 +4,11 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::report::{Color, OutputFormat};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use tazuna_engine::cluster::ConnectOptions;
 use tazuna_engine::host::{HostSettings, Limits};
-use tazuna_engine::report::{Color, OutputFormat};
 
 /// Flags every command accepts.
 #[derive(Debug, Args)]

@@ -9,8 +9,9 @@
 //!   apply, plan, live reads, waits and checks build on;
 //! - [`stack`]: a run over one file (a stack) and one cluster, which conducts
 //!   render, plan, apply, prune, destroy and status; [`ownership`] decides
-//!   which records and objects are the stack's;
-//! - [`report`]: output formats shared by every command.
+//!   which records and objects are the stack's.
+//!
+//! How results look (text, JSON, colour) is the CLI's business.
 //!
 //! The pure parts (config model, manifest graph) live in `tazuna-core`, which
 //! depends on neither wasmtime nor an HTTP client.
@@ -28,7 +29,6 @@ pub mod ownership;
 pub mod plan;
 pub mod plugins;
 pub mod render;
-pub mod report;
 pub mod secrets;
 pub mod stack;
 pub mod state;

@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use crate::report::{self, OutputFormat};
 use clap::Args;
-use tazuna_engine::report::{self, OutputFormat};
 use tazuna_engine::stack::Writes;
 
 use crate::failure::{self, Reported};

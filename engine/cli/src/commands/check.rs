@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use crate::report::OutputFormat;
 use clap::Args;
 use tazuna_core::config::Manifest;
 use tazuna_core::graph;
@@ -9,7 +10,6 @@ use tazuna_engine::distribution::Resolve;
 use tazuna_engine::host::{Severity, locate_tool, tool_env_var};
 use tazuna_engine::plugins::{PluginSet, Role};
 use tazuna_engine::render::{self, PathProblem};
-use tazuna_engine::report::OutputFormat;
 use tazuna_engine::stack::Writes;
 
 use crate::failure::{self, Reported};

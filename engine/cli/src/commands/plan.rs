@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use crate::report::{Color, OutputFormat};
 use clap::Args;
 use tazuna_engine::plan::{ChangeKind, Question, Report};
-use tazuna_engine::report::{Color, OutputFormat};
 use tazuna_engine::stack::{Access, Writes};
 
 use crate::settings::GlobalSettings;

@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use crate::report::OutputFormat;
 use clap::Subcommand;
 use tazuna_core::config::PluginSource;
 use tazuna_engine::distribution::{self, Resolve};
@@ -9,7 +10,6 @@ use tazuna_engine::host::{
     Grants, PluginHost, RESOLVER_WORLD, ResolverPlugin, SOURCE_WORLD, SourcePlugin,
 };
 use tazuna_engine::plugins::{BUILTIN_RESOLVERS, BUILTINS, PluginSet, Role};
-use tazuna_engine::report::OutputFormat;
 use tazuna_engine::stack::Writes;
 
 use super::scaffold::NewPlugin;

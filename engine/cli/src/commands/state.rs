@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use crate::report::OutputFormat;
 use clap::{Args, Subcommand};
 use tazuna_engine::plan::Question;
-use tazuna_engine::report::OutputFormat;
 use tazuna_engine::stack::{Access, Writes};
 
 use crate::settings::GlobalSettings;

@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use crate::report::OutputFormat;
 use clap::Args;
 use serde_json::Value;
-use tazuna_engine::report::OutputFormat;
 use tazuna_engine::stack::{Access, Writes};
 
 use crate::settings::GlobalSettings;

@@ -2,8 +2,8 @@
 
 use std::process::ExitCode;
 
+use crate::report::OutputFormat;
 use clap::Args;
-use tazuna_engine::report::OutputFormat;
 
 use crate::settings::GlobalSettings;
 

@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
+use crate::report::OutputFormat;
 use clap::Args;
 use tazuna_engine::host::SOURCE_WORLD;
-use tazuna_engine::report::OutputFormat;
 
 use crate::settings::GlobalSettings;
 

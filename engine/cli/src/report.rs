@@ -9,7 +9,7 @@ use std::io::{self, Write};
 
 use serde_json::Value;
 
-use crate::render::Rendered;
+use tazuna_engine::render::Rendered;
 
 /// How results are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
