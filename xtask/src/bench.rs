@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Args;
-use tazuna_testkit::{AuditEvent, Cluster, ClusterConfig};
+use tazuna_controlplane::{AuditEvent, Cluster, ClusterConfig};
 
 use crate::test::run;
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use tazuna_testkit::{ClusterConfig, ClusterState, assets, kubeconfig};
+use tazuna_controlplane::{ClusterConfig, ClusterState, assets, kubeconfig};
 
 /// Start, stop and list local harness clusters.
 #[derive(Args)]

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, anyhow};
 use clap::Args;
-use tazuna_testkit::{Assets, ClusterConfig, Tool};
+use tazuna_controlplane::{Assets, ClusterConfig, Tool};
 
 use super::apply::Apply;
 use crate::failure::Reported;

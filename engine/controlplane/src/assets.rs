@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The pinned versions file, shared with install.sh.
-const VERSIONS_ENV: &str = include_str!("../controlplane/versions.env");
+const VERSIONS_ENV: &str = include_str!("../../../tests/controlplane/versions.env");
 
 /// Env var naming one directory that holds every binary.
 pub const ASSETS_ENV: &str = "TAZUNA_ASSETS";

@@ -930,7 +930,7 @@ pub(crate) fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
 
 /// A plain-HTTP GET on 127.0.0.1:`port` with optional basic credentials, returning the
 /// status code and the body.
-pub(crate) fn http_request(
+pub fn http_request(
     port: u16,
     path: &str,
     basic_auth: Option<&str>,
