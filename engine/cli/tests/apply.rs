@@ -12,29 +12,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{copy_dir, edit, output, succeed, text};
+use common::{copy_dir, edit, exists, kubectl_json, output, succeed, tazuna_on as tazuna, text};
 use serde_json::Value;
 use tazuna_testkit::e2e::TestCluster;
 
 const SECRET_VALUE: &str = "e2e-s3cr3t-never-shown";
-
-fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
-    command
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("KUBECONFIG")
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig())
-        .arg("--context")
-        .arg(cluster.context());
-    command
-}
-
-fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
-    let out = succeed(cluster.kubectl().args(args).args(["-o", "json"]));
-    serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
-}
 
 /// Tazuna's state objects, read with kubectl.
 fn state_objects(cluster: &TestCluster) -> Value {
@@ -49,16 +31,6 @@ fn state_objects(cluster: &TestCluster) -> Value {
             "tazuna.dev/state=manifest",
         ],
     )
-}
-
-fn exists(cluster: &TestCluster, args: &[&str]) -> bool {
-    let out = output(cluster.kubectl().args(["get"]).args(args).args([
-        "--ignore-not-found",
-        "-o",
-        "name",
-    ]));
-    assert!(out.status.success(), "{}", text(&out));
-    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
 }
 
 /// Writes the API server counted, by verb, for `resource` (from `/metrics`,
@@ -504,24 +476,6 @@ fn two_concurrent_applies_serialise_on_the_lease_and_leave_one_consistent_state(
     );
 }
 
-const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.example.tazuna.dev
-spec:
-  group: example.tazuna.dev
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          x-kubernetes-preserve-unknown-fields: true
-";
-
 const WIDGET: &str = "apiVersion: example.tazuna.dev/v1
 kind: Widget
 metadata:
@@ -537,7 +491,11 @@ fn a_crd_and_its_custom_resource_in_one_manifest_apply_and_a_missing_dependency_
     };
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("src")).unwrap();
-    std::fs::write(dir.path().join("src/crd.yaml"), CRD).unwrap();
+    std::fs::write(
+        dir.path().join("src/crd.yaml"),
+        common::crd("widgets", "Widget"),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("src/widget.yaml"), WIDGET).unwrap();
 
     // A Widget in a manifest that forgot `dependsOn` on the CRD's manifest:
@@ -929,10 +887,18 @@ fn a_readiness_timeout_names_the_object_and_its_conditions() {
         "{}",
         text(&failed)
     );
-    // Not ready means not recorded: the next run tries again.
-    assert_eq!(
-        state_objects(&cluster)["items"].as_array().unwrap().len(),
-        0
+    // Not ready is still recorded, as incomplete and without the hash of
+    // its live fields, so status shows it, destroy removes it, and the next
+    // run sends it and waits again.
+    let state = state_objects(&cluster);
+    assert_eq!(state["items"].as_array().unwrap().len(), 1, "{state:#}");
+    let recorded: Value =
+        serde_json::from_str(state["items"][0]["data"]["state.json"].as_str().unwrap()).unwrap();
+    assert_eq!(recorded["incomplete"], true, "{recorded:#}");
+    assert_eq!(recorded["objects"][0]["name"], "stuck", "{recorded:#}");
+    assert!(
+        recorded["objects"][0].get("fields").is_none(),
+        "{recorded:#}"
     );
     let pods = kubectl_json(
         &cluster,

@@ -17,26 +17,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::{copy_dir, output, succeed, text};
+use common::{copy_dir, exists, kubectl_json, output, succeed, tazuna_on as tazuna, text};
 use serde_json::Value;
 use tazuna_testkit::e2e::TestCluster;
-
-/// `tazuna` pointed at `cluster`, run in `dir`.
-fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
-    command
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("KUBECONFIG")
-        .env_remove("TAZUNA_FILE")
-        .env_remove("TAZUNA_ENVIRONMENT")
-        .env_remove("TAZUNA_LOG")
-        .arg("--kubeconfig")
-        .arg(cluster.kubeconfig())
-        .arg("--context")
-        .arg(cluster.context());
-    command
-}
 
 /// Run `tazuna args...` in `dir` against `cluster`.
 fn run(cluster: &TestCluster, dir: &Path, args: &[&str]) -> Output {
@@ -58,22 +41,6 @@ fn stdout(out: &Output) -> String {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
-    let out = succeed(cluster.kubectl().args(args).args(["-o", "json"]));
-    serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
-}
-
-/// Whether `kubectl get args...` finds the object.
-fn exists(cluster: &TestCluster, args: &[&str]) -> bool {
-    let out = output(cluster.kubectl().args(["get"]).args(args).args([
-        "--ignore-not-found",
-        "-o",
-        "name",
-    ]));
-    assert!(out.status.success(), "{}", text(&out));
-    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
 }
 
 /// Whether the object is gone within `seconds` (deletions of Namespaces and
@@ -496,31 +463,14 @@ fn a_hand_edited_secret_is_drift_without_leaking_and_renamed_or_moved_objects_su
     assert!(!in_one.contains(&"moved-cm".to_owned()), "{in_one:?}");
 }
 
-const GADGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.example.tazuna.dev
-spec:
-  group: example.tazuna.dev
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      schema:
-        openAPIV3Schema:
-          type: object
-          x-kubernetes-preserve-unknown-fields: true
-";
-
 #[test]
 fn removing_a_manifest_with_a_namespace_pvc_and_crd_keeps_them_until_prune_dangerous() {
     let Some(cluster) = TestCluster::start("stacks-dangerous") else {
         return;
     };
     let storage = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: keep-ns\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: keep-ns\nspec:\n  storageClassName: standard\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n---\n{GADGET_CRD}"
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: keep-ns\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: keep-ns\nspec:\n  storageClassName: standard\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: 1Gi\n---\n{}",
+        common::crd("gadgets", "Gadget")
     );
     // The harness has no volume provisioner, so the claim never binds: the
     // manifest does not wait for it.

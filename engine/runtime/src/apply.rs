@@ -515,15 +515,18 @@ impl Run<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        let prune = if !self.ownership.may_prune() {
-            Prune::Off
-        } else if manifest.prune {
-            self.settings.prune.max(Prune::On)
+        if self.ownership.may_prune() {
+            let prune = if manifest.prune {
+                self.settings.prune.max(Prune::On)
+            } else {
+                self.settings.prune
+            };
+            entries.extend(self.prune(name, gone, prune, counts).await?);
         } else {
-            self.settings.prune
-        };
-        let kept = self.prune(name, gone, prune, counts).await?;
-        entries.extend(kept);
+            // What a manifest that failed to render would keep is unknown:
+            // nothing is pruned, and the records keep what they had.
+            entries.extend(gone.into_iter().cloned());
+        }
 
         let state = self.state_of(unit, rendered, entries, false);
         let unchanged =
@@ -553,7 +556,7 @@ impl Run<'_> {
             },
             tazuna_version: self.settings.tazuna_version.clone(),
             git_commit: self.settings.git_commit.clone(),
-            applied_at: crate::guard::now_rfc3339(),
+            applied_at: crate::state::now_rfc3339(),
             cluster: self.cluster.target().uid.clone(),
             stack: Some(self.stack.to_owned()),
             incomplete,

@@ -138,7 +138,7 @@ impl ContextGuard {
             uid: target.uid.clone(),
             context: target.context.clone(),
             server: target.server.clone(),
-            bound_at: now_rfc3339(),
+            bound_at: crate::state::now_rfc3339(),
         };
         match lock.binding(self.environment.as_deref()) {
             None => Ok(Some(new_binding())),
@@ -152,14 +152,6 @@ impl ContextGuard {
             }),
         }
     }
-}
-
-/// Now, as RFC 3339 in UTC.
-pub fn now_rfc3339() -> String {
-    jiff::Timestamp::now()
-        .round(jiff::Unit::Second)
-        .unwrap_or(jiff::Timestamp::now())
-        .to_string()
 }
 
 #[cfg(test)]

@@ -363,18 +363,13 @@ pub async fn compare(
                         .is_some_and(keeps_itself),
                     None => false,
                 };
-                report.changes.push(Change {
-                    manifest: name.clone(),
-                    object: object.to_string(),
-                    change: ChangeKind::Delete,
-                    diff: None,
-                    note: Some(prune_note(
-                        &object,
-                        "no longer rendered",
-                        intent.manifest.prune,
-                        keep,
-                    )),
-                });
+                report.changes.push(prune_change(
+                    name,
+                    &object,
+                    "no longer rendered",
+                    intent.manifest.prune,
+                    keep,
+                ));
             }
         }
     }
@@ -451,23 +446,36 @@ pub fn pending(
         for entry in recorded.unwrap_or_default() {
             let object = entry.object();
             if !seen.contains(&object) && ownership.kept_by(&object.key(), name).is_none() {
-                report.changes.push(Change {
-                    manifest: name.clone(),
-                    object: object.to_string(),
-                    change: ChangeKind::Delete,
-                    diff: None,
-                    note: Some(prune_note(
-                        &object,
-                        "no longer rendered",
-                        intent.manifest.prune,
-                        false,
-                    )),
-                });
+                report.changes.push(prune_change(
+                    name,
+                    &object,
+                    "no longer rendered",
+                    intent.manifest.prune,
+                    false,
+                ));
             }
         }
     }
     removed_manifests(states, all_names, ownership, &mut report);
     report
+}
+
+/// A delete of `object` of `manifest`, which is no longer rendered (`why`),
+/// with a note that says what `apply` will really do with it.
+fn prune_change(
+    manifest: &str,
+    object: &ObjectRef,
+    why: &str,
+    prunes_itself: bool,
+    annotated: bool,
+) -> Change {
+    Change {
+        manifest: manifest.to_owned(),
+        object: object.to_string(),
+        change: ChangeKind::Delete,
+        diff: None,
+        note: Some(prune_note(object, why, prunes_itself, annotated)),
+    }
 }
 
 /// What `apply` does with an object no longer rendered, in the words plan
@@ -543,18 +551,13 @@ fn removed_manifests(
             if ownership.kept_by(&object.key(), name).is_some() {
                 continue;
             }
-            report.changes.push(Change {
-                manifest: name.clone(),
-                object: object.to_string(),
-                change: ChangeKind::Delete,
-                diff: None,
-                note: Some(prune_note(
-                    &object,
-                    "its manifest was removed from the file",
-                    false,
-                    false,
-                )),
-            });
+            report.changes.push(prune_change(
+                name,
+                &object,
+                "its manifest was removed from the file",
+                false,
+                false,
+            ));
         }
     }
 }

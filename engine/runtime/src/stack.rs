@@ -534,30 +534,28 @@ impl Stack {
             .collect()
     }
 
-    /// Objects rendered twice or into Tazuna's namespace, and manifest names
-    /// another stack owns: what a run refuses before any write.
+    /// Which manifest claims each rendered object; objects rendered twice or
+    /// into Tazuna's namespace are refused.
     fn claims(
         &self,
         cluster: &Cluster,
         rendered: &[(&Manifest, &Rendered)],
-        states: Option<&StackStates>,
     ) -> Result<Claims, RunError> {
         let inputs: Vec<(&str, Option<&str>, &Rendered)> = rendered
             .iter()
             .map(|(m, r)| (m.name.as_str(), m.namespace.as_deref(), *r))
             .collect();
-        let mut errors = match states {
-            Some(states) => states.taken(self.config.manifests.iter().map(|m| m.name.as_str())),
-            None => Vec::new(),
-        };
-        let claims = Claims::of(&inputs, |o| cluster.resolve(o).map(|r| r.namespaced));
-        match claims {
-            Ok(claims) if errors.is_empty() => Ok(claims),
-            Ok(_) => Err(RunError::Ownership(errors)),
-            Err(more) => {
-                errors.extend(more);
-                Err(RunError::Ownership(errors))
-            }
+        Claims::of(&inputs, |o| cluster.resolve(o).map(|r| r.namespaced))
+            .map_err(RunError::Ownership)
+    }
+
+    /// Manifest names of this file that another stack owns are refused.
+    fn check_names(&self, states: &StackStates) -> Result<(), RunError> {
+        let taken = states.taken(self.config.manifests.iter().map(|m| m.name.as_str()));
+        if taken.is_empty() {
+            Ok(())
+        } else {
+            Err(RunError::Ownership(taken))
         }
     }
 
@@ -579,7 +577,7 @@ impl Stack {
             .filter_map(|(m, r)| Some((*m, r.as_ref().ok()?)))
             .collect();
         // Before anything is written, Tazuna's own namespace and Lease included.
-        self.claims(&connection.cluster, &ok, None)?;
+        let claims = self.claims(&connection.cluster, &ok)?;
         let store = &connection.store;
         let guard = match options.mode {
             Mode::Apply => {
@@ -593,7 +591,7 @@ impl Stack {
             Mode::DryRun => None,
         };
         let outcome = self
-            .apply_locked(connection, options, &selected, rendered, observer)
+            .apply_locked(connection, options, &selected, rendered, claims, observer)
             .await;
         if let Some(guard) = guard {
             guard.release().await;
@@ -607,17 +605,19 @@ impl Stack {
         options: &ApplyOptions,
         selected: &[&Manifest],
         rendered: Vec<Result<Rendered, String>>,
+        claims: Claims,
         observer: &dyn Observer,
     ) -> Result<Vec<ManifestOutcome>, RunError> {
         let Connection { cluster, store } = connection;
+        // Read under the Lease: what another run wrote before it is seen.
         let states = self.states(connection).await?;
-        let ok: Vec<(&Manifest, &Rendered)> = selected
-            .iter()
-            .zip(&rendered)
-            .filter_map(|(m, r)| Some((*m, r.as_ref().ok()?)))
-            .collect();
-        let claims = self.claims(cluster, &ok, Some(&states))?;
+        self.check_names(&states)?;
         let complete = rendered.iter().all(Result::is_ok);
+        if !complete && options.prune != Prune::Off && options.mode == Mode::Apply {
+            self.notice(
+                "note: nothing is pruned in this run: a manifest failed to render, so what it keeps is unknown",
+            );
+        }
         let declared = self.declared();
         let ownership = Ownership::new(claims, &states.own, &declared, complete);
         let hash_key = match options.mode {
@@ -684,12 +684,7 @@ impl Stack {
                     "note: {names} removed from the file still {} objects in the cluster; `tazuna apply --prune` deletes them",
                     if removed.len() == 1 { "has" } else { "have" }
                 ));
-            } else if !ownership.may_prune() {
-                self.notice(&format!(
-                    "note: {names} removed from the file {} not pruned: a manifest failed to render, so what it keeps is unknown",
-                    if removed.len() == 1 { "is" } else { "are" }
-                ));
-            } else {
+            } else if ownership.may_prune() {
                 let order = crate::destroy::order(&removed);
                 outcomes.extend(run.prune_removed(&order, options.prune).await);
             }
@@ -731,7 +726,8 @@ impl Stack {
         let states = self.states(connection).await?;
         let pairs: Vec<(&Manifest, &Rendered)> =
             intents_rendered.iter().map(|(m, r)| (*m, r)).collect();
-        let claims = self.claims(&connection.cluster, &pairs, Some(&states))?;
+        self.check_names(&states)?;
+        let claims = self.claims(&connection.cluster, &pairs)?;
         let declared = self.declared();
         let ownership = Ownership::new(claims, &states.own, &declared, true);
         let hash_key = connection.store.hash_key().await?;

@@ -170,3 +170,62 @@ pub fn on_cluster<'a>(
         .arg("--context")
         .arg(cluster.context())
 }
+
+/// The real `tazuna` in `dir`, pointed at `cluster`, with colour off and
+/// none of the user's Tazuna environment.
+pub fn tazuna_on(cluster: &tazuna_testkit::e2e::TestCluster, dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("TAZUNA_FILE")
+        .env_remove("TAZUNA_ENVIRONMENT")
+        .env_remove("TAZUNA_LOG");
+    on_cluster(&mut command, cluster);
+    command
+}
+
+/// `kubectl <args> -o json` on `cluster`, parsed.
+pub fn kubectl_json(
+    cluster: &tazuna_testkit::e2e::TestCluster,
+    args: &[&str],
+) -> serde_json::Value {
+    let out = succeed(cluster.kubectl().args(args).args(["-o", "json"]));
+    serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
+}
+
+/// Whether `kubectl get <args>` finds the object on `cluster`.
+pub fn exists(cluster: &tazuna_testkit::e2e::TestCluster, args: &[&str]) -> bool {
+    let out = output(cluster.kubectl().args(["get"]).args(args).args([
+        "--ignore-not-found",
+        "-o",
+        "name",
+    ]));
+    assert!(out.status.success(), "{}", text(&out));
+    !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+}
+
+/// A namespaced CRD `<plural>.example.tazuna.dev` of kind `kind` that keeps
+/// any field.
+pub fn crd(plural: &str, kind: &str) -> String {
+    let singular = kind.to_lowercase();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.example.tazuna.dev
+spec:
+  group: example.tazuna.dev
+  scope: Namespaced
+  names: {{plural: {plural}, singular: {singular}, kind: {kind}}}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          x-kubernetes-preserve-unknown-fields: true
+"
+    )
+}

@@ -203,6 +203,15 @@ fn is_status(error: &kube::Error, code: u16) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == code)
 }
 
+/// Now, as RFC 3339 in UTC, to the second: when state was written or a
+/// binding recorded.
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .unwrap_or(jiff::Timestamp::now())
+        .to_string()
+}
+
 /// The ConfigMap name of a manifest's state. Manifest names may hold
 /// characters Kubernetes names may not; those get a hash suffix.
 pub fn object_name(manifest: &str) -> String {
