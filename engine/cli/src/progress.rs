@@ -366,10 +366,14 @@ fn event_json(event: &Event) -> serde_json::Value {
         Event::Finished(outcome) => {
             let (result, reason) = match &outcome.outcome {
                 Outcome::Applied => ("ok", None),
-                Outcome::Failed(e) => ("failed", Some(e.clone())),
+                Outcome::Failed(e) => ("failed", Some(e.message.clone())),
                 Outcome::Skipped(r) => ("skipped", Some(r.clone())),
             };
-            serde_json::json!({"event": "finished", "manifest": outcome.manifest, "result": result, "reason": reason,
+            let hint = match &outcome.outcome {
+                Outcome::Failed(e) => e.hint.clone(),
+                _ => None,
+            };
+            serde_json::json!({"event": "finished", "manifest": outcome.manifest, "result": result, "reason": reason, "hint": hint,
                 "created": outcome.counts.created, "configured": outcome.counts.configured, "unchanged": outcome.counts.unchanged,
                 "pruned": outcome.counts.pruned, "kept": outcome.counts.kept, "seconds": outcome.elapsed.as_secs_f64()})
         }
@@ -403,12 +407,15 @@ fn finished_line(outcome: &ManifestOutcome, verb: &str, color: Color) -> String 
             verb,
             outcome.elapsed.as_secs_f64()
         )),
-        Outcome::Failed(error) => {
-            let mut lines = error.lines();
+        Outcome::Failed(failure) => {
+            let mut lines = failure.message.lines();
             let first = lines.next().unwrap_or_default();
             let mut text = color.error(&format!("  {}: failed: {first}", outcome.manifest));
             for line in lines {
                 text.push_str(&format!("\n    {line}"));
+            }
+            if let Some(hint) = &failure.hint {
+                text.push_str(&format!("\n    {} {hint}", color.hint("hint:")));
             }
             text
         }
@@ -424,6 +431,7 @@ mod tests {
 
     use tazuna_core::inventory::ObjectRef;
     use tazuna_engine::apply::Counts;
+    use tazuna_engine::apply::Failure;
 
     use super::*;
 
@@ -447,7 +455,10 @@ mod tests {
             finished_line(&outcome(Outcome::Applied, counts), "apply", Color::Never),
             "  argocd: apply done (3 created, 57 unchanged) in 1.5s"
         );
-        let failed = Outcome::Failed("v1 ConfigMap argocd/x: refused\nhint: fix it".into());
+        let failed = Outcome::Failed(Failure {
+            message: "v1 ConfigMap argocd/x: refused".into(),
+            hint: Some("fix it".into()),
+        });
         assert_eq!(
             finished_line(&outcome(failed, Counts::default()), "apply", Color::Never),
             "  argocd: failed: v1 ConfigMap argocd/x: refused\n    hint: fix it"
@@ -480,7 +491,10 @@ mod tests {
                 "object": "v1 ConfigMap argocd/argocd-cm", "action": "created", "note": null})
         );
         let finished = Event::Finished(outcome(
-            Outcome::Failed("boom".into()),
+            Outcome::Failed(Failure {
+                message: "boom".into(),
+                hint: Some("rerun with `--recreate`".into()),
+            }),
             Counts {
                 configured: 2,
                 ..Counts::default()
@@ -489,7 +503,7 @@ mod tests {
         assert_eq!(
             event_json(&finished),
             serde_json::json!({"event": "finished", "manifest": "argocd", "result": "failed",
-                "reason": "boom", "created": 0, "configured": 2, "unchanged": 0, "pruned": 0,
+                "reason": "boom", "hint": "rerun with `--recreate`", "created": 0, "configured": 2, "unchanged": 0, "pruned": 0,
                 "kept": 0, "seconds": 1.53})
         );
     }

@@ -24,6 +24,8 @@ use serde_json::Value;
 use tazuna_core::config::{Manifest, Test, Wait};
 use tazuna_core::inventory::{self, ObjectRef, Phase};
 
+use tazuna_core::hint::Hint;
+
 use crate::cluster::{Cluster, Resolved};
 use crate::live::LiveIndex;
 use crate::objects::errors::{
@@ -255,8 +257,8 @@ impl Counts {
 pub enum Outcome {
     /// Applied, ready, tests passed, state written.
     Applied,
-    /// Failed, with the error (and hint lines).
-    Failed(String),
+    /// Failed: what went wrong, and what to do about it.
+    Failed(Failure),
     /// Not attempted, with the reason.
     Skipped(String),
 }
@@ -274,26 +276,56 @@ pub struct ManifestOutcome {
     pub elapsed: Duration,
 }
 
-/// Why one manifest failed; rendered into [`Outcome::Failed`]. It is big
-/// (it names the object), but it is only built on the way out of a manifest.
+/// Why a manifest failed, as the engine hands it out: what is wrong, and
+/// apart from it what to do ([`Hint`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// What went wrong; it names the object where there is one.
+    pub message: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+}
+
+impl Failure {
+    /// A failure with no advice.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    /// The failure `error` describes, with its hint.
+    pub fn of(error: &(impl std::error::Error + Hint)) -> Self {
+        Self {
+            message: error.to_string(),
+            hint: error.hint(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Why one manifest failed; it becomes a [`Failure`]. It is big (it names
+/// the object), but it is only built on the way out of a manifest.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ManifestError {
-    #[error("{object}: unknown kind `{kind}` in `{api_version}`{hint}")]
+    #[error("{object}: unknown kind `{kind}` in `{api_version}`")]
     UnknownKind {
         object: ObjectRef,
         kind: String,
         api_version: String,
-        hint: String,
+        hint: Option<String>,
     },
-    #[error(
-        "{object}: conflict with another field manager: {message}\nhint: another tool owns these fields; rerun with `--force-conflicts` to take them over"
-    )]
+    #[error("{object}: conflict with another field manager: {message}")]
     Conflict { object: ObjectRef, message: String },
-    #[error(
-        "{object}: an immutable field changed: {message}\nhint: rerun with `--recreate` to delete and re-create it"
-    )]
+    #[error("{object}: an immutable field changed: {message}")]
     Immutable { object: ObjectRef, message: String },
-    #[error("{object}: {message}\nhint: {UNKNOWN_FIELD_HINT}")]
+    #[error("{object}: {message}")]
     UnknownField { object: ObjectRef, message: String },
     #[error("{object}: {message}")]
     Rejected { object: ObjectRef, message: String },
@@ -307,6 +339,24 @@ pub(crate) enum ManifestError {
     Discovery(kube::Error),
     #[error("object #{index} has no apiVersion, kind or metadata.name")]
     Anonymous { index: usize },
+}
+
+impl Hint for ManifestError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::UnknownKind { hint, .. } => hint.clone(),
+            Self::Conflict { .. } => Some(
+                "another tool owns these fields; rerun with `--force-conflicts` to take them over"
+                    .into(),
+            ),
+            Self::Immutable { .. } => {
+                Some("rerun with `--recreate` to delete and re-create it".into())
+            }
+            Self::UnknownField { .. } => Some(UNKNOWN_FIELD_HINT.into()),
+            Self::State(error) => error.hint(),
+            _ => None,
+        }
+    }
 }
 
 /// Everything one run shares.
@@ -418,13 +468,13 @@ impl Run<'_> {
                         .expect("semaphore is never closed");
                     let mut counts = Counts::default();
                     let outcome = match &unit.rendered {
-                        Err(error) => Outcome::Failed(error.clone()),
+                        Err(error) => Outcome::Failed(Failure::new(error.clone())),
                         Ok(rendered) => match self
                             .apply_manifest(unit, rendered, shared, &mut counts)
                             .await
                         {
                             Ok(()) => Outcome::Applied,
-                            Err(error) => Outcome::Failed(error.to_string()),
+                            Err(error) => Outcome::Failed(Failure::of(&error)),
                         },
                     };
                     ManifestOutcome {
@@ -713,15 +763,15 @@ impl Run<'_> {
             }
         }
         let hint = match provider {
-            Some(provider) if provider.manifest == manifest.name => String::new(),
-            Some(provider) => format!(
-                "\nhint: CRD for `{}` is applied by manifest `{}`; add `{}` to `dependsOn` of `{}`",
+            Some(provider) if provider.manifest == manifest.name => None,
+            Some(provider) => Some(format!(
+                "CRD for `{}` is applied by manifest `{}`; add `{}` to `dependsOn` of `{}`",
                 object.kind, provider.manifest, provider.manifest, manifest.name
-            ),
-            None => format!(
-                "\nhint: no manifest in this file provides a CRD for `{}.{}`; install it first, or add the manifest that does to `dependsOn`",
+            )),
+            None => Some(format!(
+                "no manifest in this file provides a CRD for `{}.{}`; install it first, or add the manifest that does to `dependsOn`",
                 object.kind, object.group
-            ),
+            )),
         };
         Err(ManifestError::UnknownKind {
             kind: object.kind.clone(),
@@ -1207,7 +1257,7 @@ impl Run<'_> {
             if let Err(error) = crate::checks::run(self.client(), self.cluster, test).await {
                 return Some(ManifestOutcome {
                     manifest: "spec.tests".into(),
-                    outcome: Outcome::Failed(error),
+                    outcome: Outcome::Failed(Failure::new(error)),
                     counts: Counts::default(),
                     elapsed: started.elapsed(),
                 });

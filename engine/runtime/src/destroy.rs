@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use tazuna_core::graph;
 use tazuna_core::inventory::{ObjectRef, Phase};
 
-use crate::apply::{Action, Counts, Event, ManifestOutcome, Outcome, Prune, Run};
+use crate::apply::{Action, Counts, Event, Failure, ManifestOutcome, Outcome, Prune, Run};
 use crate::state::Stored;
 
 /// Manifests of `states` in the order they are taken down: reverse
@@ -108,7 +108,7 @@ impl Run<'_> {
         prune: Prune,
         deleted: Action,
         counts: &mut Counts,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let name = &stored.state.manifest;
         self.observer.event(Event::Started {
             manifest: name.clone(),
@@ -131,11 +131,11 @@ impl Run<'_> {
             kept.extend(
                 self.remove(name, objects, prune, deleted, counts)
                     .await
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| Failure::of(&e))?,
             );
         }
         if kept.is_empty() {
-            return self.store.delete(stored).await.map_err(|e| e.to_string());
+            return self.store.delete(stored).await.map_err(|e| Failure::of(&e));
         }
         let kept: HashSet<ObjectRef> = kept.into_iter().collect();
         let mut state = stored.state.clone();
@@ -145,7 +145,7 @@ impl Run<'_> {
             self.store
                 .save(&state, Some(stored))
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| Failure::of(&e))?;
         }
         Ok(())
     }

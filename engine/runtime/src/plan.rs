@@ -76,19 +76,31 @@ pub enum PlanError {
     Request {
         /// What was being read or sent.
         what: String,
-        /// What the API server said, with a hint where there is one.
+        /// What the API server said.
         message: String,
+        /// What to do about it, where there is something.
+        hint: Option<String>,
     },
 }
 
 impl PlanError {
     fn request(what: String, error: &kube::Error) -> Self {
-        let mut message = crate::objects::errors::status_message(error);
-        if crate::objects::errors::is_unknown_field(&message) {
-            message.push_str("\nhint: ");
-            message.push_str(crate::objects::errors::UNKNOWN_FIELD_HINT);
+        let message = crate::objects::errors::status_message(error);
+        let hint = crate::objects::errors::is_unknown_field(&message)
+            .then(|| crate::objects::errors::UNKNOWN_FIELD_HINT.to_owned());
+        Self::Request {
+            what,
+            message,
+            hint,
         }
-        Self::Request { what, message }
+    }
+}
+
+impl tazuna_core::hint::Hint for PlanError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::Request { hint, .. } => hint.clone(),
+        }
     }
 }
 

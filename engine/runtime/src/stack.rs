@@ -141,6 +141,7 @@ impl Hint for RunError {
                 hints.dedup();
                 (!hints.is_empty()).then(|| hints.join("\nhint: "))
             }
+            Self::Plan(error) => error.hint(),
             Self::NotInState(_, hint) => Some(hint.clone()),
             _ => None,
         }
