@@ -13,7 +13,8 @@ use crate::settings::GlobalSettings;
 ///
 /// Reads the state, then lists each kind once per namespace (not one request
 /// per object) and judges readiness with the same rules `apply` waits for.
-/// Exits with 2 when an object is missing or not ready.
+/// Exits with 2 when an object is missing or not ready, or when a manifest's
+/// last apply failed part way (its objects are recorded; rerun `apply`).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  tazuna status --context kind-staging\n  tazuna status -o json | jq '.[] | select(.ready == false)'"
