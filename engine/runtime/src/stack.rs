@@ -258,7 +258,9 @@ pub struct StatusReport {
 pub struct Stack {
     options: StackOptions,
     config: Config,
-    name: String,
+    /// Worked out on first use: commands that never reach a cluster
+    /// (`build`, `check`) need not ask git.
+    name: std::sync::OnceLock<String>,
     lock: LockFile,
     notices: Notices,
 }
@@ -266,7 +268,7 @@ pub struct Stack {
 impl std::fmt::Debug for Stack {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stack")
-            .field("name", &self.name)
+            .field("name", &self.name.get())
             .field("file", &self.options.file)
             .finish()
     }
@@ -283,11 +285,6 @@ impl Stack {
         let config = config::load(&options.file, &load)?;
         let builtins: Vec<&str> = plugins::builtin_names().collect();
         config.check_types_tagged(&builtins, &options.tags)?;
-        let name = config
-            .spec
-            .stack
-            .clone()
-            .unwrap_or_else(|| derived_name(&options.file));
         let lock = LockFile {
             path: Lockfile::path_for(&options.file),
             writes,
@@ -295,7 +292,7 @@ impl Stack {
         Ok(Self {
             options,
             config,
-            name,
+            name: std::sync::OnceLock::new(),
             lock,
             notices,
         })
@@ -308,7 +305,13 @@ impl Stack {
 
     /// The stack's name, under which its state is recorded.
     pub fn name(&self) -> &str {
-        &self.name
+        self.name.get_or_init(|| {
+            self.config
+                .spec
+                .stack
+                .clone()
+                .unwrap_or_else(|| derived_name(&self.options.file))
+        })
     }
 
     /// The manifests the tags select, in file order.
@@ -450,7 +453,7 @@ impl Stack {
             return Ok(self.connection(cluster));
         }
         self.notice(&format!("target: {}", cluster.target()));
-        self.notice(&format!("stack: {}", self.name));
+        self.notice(&format!("stack: {}", self.name()));
         // Checked again under the lock: a run that bound the file meanwhile
         // decides for this one.
         self.lock.update(|lock| {
@@ -524,7 +527,7 @@ impl Stack {
     /// The stack's records and everyone else's, from one list call.
     pub async fn states(&self, connection: &Connection) -> Result<StackStates, RunError> {
         let all = connection.store.load().await?;
-        Ok(StackStates::split(all, &self.name, &self.declared()))
+        Ok(StackStates::split(all, self.name(), &self.declared()))
     }
 
     fn declared(&self) -> HashSet<&str> {
@@ -640,7 +643,7 @@ impl Stack {
             cluster,
             store,
             states: &states.own,
-            stack: &self.name,
+            stack: self.name(),
             ownership: &ownership,
             hash_key: &hash_key,
             settings: &settings,
@@ -777,7 +780,7 @@ impl Stack {
         if chosen.is_empty() {
             self.notice(&format!(
                 "nothing to destroy: stack `{}` has no state on this cluster",
-                self.name
+                self.name()
             ));
             return Ok(None);
         }
@@ -808,7 +811,7 @@ impl Stack {
                 cluster: &connection.cluster,
                 store,
                 states: &doomed,
-                stack: &self.name,
+                stack: self.name(),
                 ownership: &ownership,
                 hash_key: &[],
                 settings: &settings,
@@ -888,7 +891,7 @@ impl Stack {
             return Err(RunError::NotInState(
                 format!(
                     "manifest `{manifest}` is not in the state of stack `{}`",
-                    self.name
+                    self.name()
                 ),
                 format!(
                     "`tazuna state list` shows what is; known: {}{elsewhere}",
@@ -935,7 +938,7 @@ impl Stack {
                 "`tazuna state list -o json` shows its objects".into(),
             ));
         }
-        state.stack = Some(self.name.clone());
+        state.stack = Some(self.name().to_owned());
         store.save(&state, Some(stored)).await?;
         Ok(format!(
             "forgot {removed} object(s) of manifest `{manifest}`; they stay in the cluster"
