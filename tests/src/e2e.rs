@@ -327,7 +327,7 @@ impl Drop for TestNamespace<'_> {
             if self.cluster.is_shared() {
                 report.push_str(&self.cluster.log_tails(40));
             }
-            eprintln!("tazuna-testkit: test failed; diagnostics:\n{report}");
+            eprintln!("tazuna-tests: test failed; diagnostics:\n{report}");
         }
         let _ = self
             .cluster

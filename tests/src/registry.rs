@@ -60,7 +60,7 @@ impl Registry {
             "no OCI registry binary found\nhint: run `tests/controlplane/install.sh` (it \
              installs Debian's `docker-registry`) or set TAZUNA_REGISTRY",
         )?;
-        let root = std::env::temp_dir().join("tazuna-testkit");
+        let root = std::env::temp_dir().join("tazuna-tests");
         fs::create_dir_all(&root)?;
         let dir = tempfile::Builder::new()
             .prefix("registry-")
@@ -79,7 +79,7 @@ impl Registry {
             write_htpasswd(&htpasswd, user, password)?;
             let _ = write!(
                 config,
-                "auth:\n  htpasswd:\n    realm: tazuna-testkit\n    path: {}\n",
+                "auth:\n  htpasswd:\n    realm: tazuna-tests\n    path: {}\n",
                 htpasswd.display()
             );
         }
@@ -179,7 +179,7 @@ impl Drop for Registry {
     fn drop(&mut self) {
         if thread::panicking() {
             eprintln!(
-                "tazuna-testkit: registry {} is being torn down during a panic; its log:\n{}",
+                "tazuna-tests: registry {} is being torn down during a panic; its log:\n{}",
                 self.host(),
                 self.log_tail(40)
             );

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::thread;
 
-use tazuna_testkit::assets::which;
-use tazuna_testkit::e2e::{self, TestCluster, TestNamespace, unique_suffix};
-use tazuna_testkit::{Tool, kubeconfig};
+use tazuna_tests::assets::which;
+use tazuna_tests::e2e::{self, TestCluster, TestNamespace, unique_suffix};
+use tazuna_tests::{Tool, kubeconfig};
 
 /// Runs `command`, panicking with its stderr unless it succeeds; returns stdout.
 fn run(command: &mut Command) -> String {

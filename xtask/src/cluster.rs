@@ -1,4 +1,4 @@
-//! `cargo xtask cluster up|down|list`: harness control planes (tazuna-testkit) that
+//! `cargo xtask cluster up|down|list`: harness control planes (tazuna-tests) that
 //! outlive the command, for trying Tazuna by hand. Each cluster keeps its data, logs
 //! and state under `~/.cache/tazuna-dev/clusters/<name>/`, and its context is merged
 //! into one kubeconfig (`~/.cache/tazuna-dev/kubeconfig` unless `--kubeconfig`), so

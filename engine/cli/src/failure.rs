@@ -39,8 +39,13 @@ pub fn report(error: &anyhow::Error, color: Color) {
     }
     // Each manifest that failed to render, on its own line.
     if let Some(RunError::Render(errors)) = error.downcast_ref::<RunError>() {
-        for message in errors {
-            eprintln!("{}", paint(&format!("error: {message}"), color));
+        for failure in errors {
+            let hint = failure
+                .hint
+                .as_deref()
+                .map(|hint| format!("\nhint: {hint}"))
+                .unwrap_or_default();
+            eprintln!("{}", paint(&format!("error: {failure}{hint}"), color));
         }
         return;
     }

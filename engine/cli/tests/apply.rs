@@ -14,7 +14,7 @@ use std::process::Command;
 
 use common::{copy_dir, edit, exists, kubectl_json, output, succeed, tazuna_on as tazuna, text};
 use serde_json::Value;
-use tazuna_testkit::e2e::TestCluster;
+use tazuna_tests::e2e::TestCluster;
 
 const SECRET_VALUE: &str = "e2e-s3cr3t-never-shown";
 
@@ -141,7 +141,7 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
             .collect();
         assert_eq!(
             writes,
-            Vec::<&tazuna_testkit::AuditEvent>::new(),
+            Vec::<&tazuna_tests::AuditEvent>::new(),
             "{}",
             text(&second)
         );
@@ -170,7 +170,7 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
             .collect();
         assert_eq!(
             beyond_state,
-            Vec::<&tazuna_testkit::AuditEvent>::new(),
+            Vec::<&tazuna_tests::AuditEvent>::new(),
             "state diff read live objects"
         );
     }
@@ -675,7 +675,7 @@ fn killing_the_apiserver_mid_apply_and_rerunning_converges() {
 }
 
 fn verify_dirs() -> usize {
-    std::fs::read_dir(std::env::temp_dir().join("tazuna-testkit"))
+    std::fs::read_dir(std::env::temp_dir().join("tazuna-tests"))
         .map(|entries| {
             entries
                 .filter_map(Result::ok)
@@ -687,7 +687,7 @@ fn verify_dirs() -> usize {
 
 #[test]
 fn verify_applies_the_quickstart_to_a_throwaway_control_plane_and_fails_on_a_failing_test() {
-    if tazuna_testkit::e2e::tools(&tazuna_testkit::Tool::CONTROL_PLANE).is_none() {
+    if tazuna_tests::e2e::tools(&tazuna_tests::Tool::CONTROL_PLANE).is_none() {
         return;
     }
     let (_keep, dir) = quickstart_copy();

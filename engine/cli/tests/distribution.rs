@@ -14,8 +14,8 @@ use std::process::Command;
 use common::{edit, on_cluster, output, plugin as component, succeed, text};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use tazuna_testkit::e2e::{self, TestCluster};
-use tazuna_testkit::registry::Registry;
+use tazuna_tests::e2e::{self, TestCluster};
+use tazuna_tests::registry::Registry;
 
 fn sha256_file(path: &Path) -> String {
     format!(
@@ -43,7 +43,7 @@ fn fail(command: &mut Command) -> String {
 
 /// The raw OCI manifest of `reference`, read with skopeo, if skopeo is here.
 fn skopeo_manifest(reference: &str) -> Option<Value> {
-    let skopeo = tazuna_testkit::assets::which("skopeo")?;
+    let skopeo = tazuna_tests::assets::which("skopeo")?;
     let out = succeed(Command::new(skopeo).args([
         "inspect",
         "--tls-verify=false",

@@ -15,8 +15,8 @@ use std::process::Command;
 
 use common::{edit, output, succeed, text, write};
 use serde_json::Value;
-use tazuna_testkit::assets::Tool;
-use tazuna_testkit::e2e::TestCluster;
+use tazuna_tests::assets::Tool;
+use tazuna_tests::e2e::TestCluster;
 
 const ENV_VALUE: &str = "e2e-envfile-value-9f2c";
 const OP_VALUE: &str = "e2e-1password-value-7d1a";
@@ -233,7 +233,7 @@ fn token_chart(root: &Path, leak: bool) {
 
 #[test]
 fn helmfile_vars_from_env_and_op_reach_the_tool_and_secret_values_only_land_in_secrets() {
-    let Some(tools) = tazuna_testkit::e2e::tools(&[Tool::Helm, Tool::Helmfile]) else {
+    let Some(tools) = tazuna_tests::e2e::tools(&[Tool::Helm, Tool::Helmfile]) else {
         return;
     };
     let Some(cluster) = TestCluster::start("tool-secrets") else {

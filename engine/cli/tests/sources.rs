@@ -16,8 +16,8 @@ use std::process::{Command, Output};
 
 use common::{copy_dir, edit, output, succeed, text, write};
 use serde_json::Value;
-use tazuna_testkit::assets::Tool;
-use tazuna_testkit::e2e::{self, TestCluster};
+use tazuna_tests::assets::Tool;
+use tazuna_tests::e2e::{self, TestCluster};
 
 /// The pinned helm, kustomize and helmfile, or a skip.
 struct Tools {
@@ -303,7 +303,7 @@ fn an_oci_chart_is_pushed_with_helm_and_rendered_from_the_registry() {
     let first = digest(&pushed);
 
     // An independent client sees the chart's OCI manifest.
-    if let Some(skopeo) = tazuna_testkit::assets::which("skopeo") {
+    if let Some(skopeo) = tazuna_tests::assets::which("skopeo") {
         let inspected = succeed(Command::new(skopeo).args([
             "inspect",
             "--tls-verify=false",
@@ -846,7 +846,7 @@ impl ChartRepository {
     fn serve(dir: &Path, user: &str, password: &str) -> Option<Self> {
         use base64::Engine as _;
         use std::io::BufRead as _;
-        let python = tazuna_testkit::assets::which("python3")?;
+        let python = tazuna_tests::assets::which("python3")?;
         let expected =
             base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
         let script = format!(

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{copy_dir, exists, kubectl_json, output, succeed, tazuna_on as tazuna, text};
 use serde_json::Value;
-use tazuna_testkit::e2e::TestCluster;
+use tazuna_tests::e2e::TestCluster;
 
 /// Run `tazuna args...` in `dir` against `cluster`.
 fn run(cluster: &TestCluster, dir: &Path, args: &[&str]) -> Output {

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use common::{on_cluster, output, root, succeed, text, write};
 use serde_json::Value;
-use tazuna_testkit::e2e::TestCluster;
+use tazuna_tests::e2e::TestCluster;
 
 const SECRET: &str = "e2e-template-resolver-0c3d";
 

@@ -111,7 +111,7 @@ impl ClusterConfig {
                 (dir.clone(), None)
             }
             None => {
-                let root = std::env::temp_dir().join("tazuna-testkit");
+                let root = std::env::temp_dir().join("tazuna-tests");
                 fs::create_dir_all(&root)?;
                 let temp = tempfile::Builder::new()
                     .prefix(&format!("{}-", self.name))
@@ -695,7 +695,7 @@ impl Drop for Cluster {
         }
         if thread::panicking() {
             eprintln!(
-                "tazuna-testkit: cluster `{}` is being torn down during a panic; its logs:\n{}",
+                "tazuna-tests: cluster `{}` is being torn down during a panic; its logs:\n{}",
                 self.name,
                 self.log_tails(40)
             );

@@ -1,7 +1,7 @@
 //! A real Kubernetes control plane on loopback: etcd, kube-apiserver,
 //! kube-controller-manager, kube-scheduler and kwok for fake Nodes, so
 //! Deployments really become ready. `tazuna verify` proves a whole file on one;
-//! Tazuna's end-to-end tests (`tazuna-testkit`) and `cargo xtask cluster` start
+//! Tazuna's end-to-end tests (`tazuna-tests`) and `cargo xtask cluster` start
 //! them too.
 //!
 //! The binaries are built by `tests/controlplane/install.sh` into

@@ -46,7 +46,7 @@ pub(crate) fn generate(dir: &Path) -> anyhow::Result<PkiFiles> {
 
     let ca_key = KeyPair::generate()?;
     let mut ca = CertificateParams::new(Vec::<String>::new())?;
-    ca.distinguished_name = name("tazuna-testkit-ca", None);
+    ca.distinguished_name = name("tazuna-tests-ca", None);
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,

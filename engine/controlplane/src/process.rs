@@ -172,7 +172,7 @@ pub fn watchdog(owner: u32, pids: &[u32], dir: &Path) -> anyhow::Result<Process>
     );
     let mut command = Command::new("sh");
     command
-        .args(["-c", &script, "tazuna-testkit-watchdog"])
+        .args(["-c", &script, "tazuna-tests-watchdog"])
         .arg(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

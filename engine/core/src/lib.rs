@@ -1,8 +1,10 @@
 //! Tazuna's pure core: the `tazuna.yaml` model with its validation ([`config`]), the
 //! order in which manifests are applied ([`graph`]), object identities, apply
 //! phases, content hashes and redaction ([`inventory`]), when a live object counts
-//! as ready ([`readiness`]), the cluster bindings in `tazuna.lock` ([`lock`]), what `plan` and `state drift` show ([`diff`]), and the
-//! evaluation of `tests` ([`check`]).
+//! as ready ([`readiness`]), the cluster bindings in `tazuna.lock` ([`lock`]), what
+//! `plan` and `state drift` show ([`diff`]), the evaluation of `tests` ([`check`]),
+//! and what a render takes and gives ([`render`]), which the plugin side and the
+//! Kubernetes side of the engine share.
 //!
 //! This crate does no I/O beyond reading the config files, and depends on no runtime,
 //! Kubernetes client or WebAssembly engine, so everything in it is unit-testable.
@@ -15,3 +17,4 @@ pub mod hint;
 pub mod inventory;
 pub mod lock;
 pub mod readiness;
+pub mod render;

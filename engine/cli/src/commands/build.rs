@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use crate::report::{self, OutputFormat};
 use clap::Args;
+use tazuna_core::hint::Hint;
 use tazuna_engine::stack::Writes;
 
 use crate::failure::{self, Reported};
@@ -45,9 +46,13 @@ impl Build {
                 Ok(manifest) => rendered.push(manifest),
                 Err(error) => {
                     failures += 1;
+                    let hint = error
+                        .hint()
+                        .map(|hint| format!("\nhint: {hint}"))
+                        .unwrap_or_default();
                     eprintln!(
                         "{}",
-                        failure::paint(&format!("error: {error}"), settings.stderr_color)
+                        failure::paint(&format!("error: {error}{hint}"), settings.stderr_color)
                     );
                 }
             }

@@ -161,7 +161,7 @@ pub fn write(dir: &Path, path: &str, content: &str) {
 /// user's `KUBECONFIG`.
 pub fn on_cluster<'a>(
     command: &'a mut Command,
-    cluster: &tazuna_testkit::e2e::TestCluster,
+    cluster: &tazuna_tests::e2e::TestCluster,
 ) -> &'a mut Command {
     command
         .env_remove("KUBECONFIG")
@@ -173,7 +173,7 @@ pub fn on_cluster<'a>(
 
 /// The real `tazuna` in `dir`, pointed at `cluster`, with colour off and
 /// none of the user's Tazuna environment.
-pub fn tazuna_on(cluster: &tazuna_testkit::e2e::TestCluster, dir: &Path) -> Command {
+pub fn tazuna_on(cluster: &tazuna_tests::e2e::TestCluster, dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
     command
         .current_dir(dir)
@@ -186,16 +186,13 @@ pub fn tazuna_on(cluster: &tazuna_testkit::e2e::TestCluster, dir: &Path) -> Comm
 }
 
 /// `kubectl <args> -o json` on `cluster`, parsed.
-pub fn kubectl_json(
-    cluster: &tazuna_testkit::e2e::TestCluster,
-    args: &[&str],
-) -> serde_json::Value {
+pub fn kubectl_json(cluster: &tazuna_tests::e2e::TestCluster, args: &[&str]) -> serde_json::Value {
     let out = succeed(cluster.kubectl().args(args).args(["-o", "json"]));
     serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
 }
 
 /// Whether `kubectl get <args>` finds the object on `cluster`.
-pub fn exists(cluster: &tazuna_testkit::e2e::TestCluster, args: &[&str]) -> bool {
+pub fn exists(cluster: &tazuna_tests::e2e::TestCluster, args: &[&str]) -> bool {
     let out = output(cluster.kubectl().args(["get"]).args(args).args([
         "--ignore-not-found",
         "-o",

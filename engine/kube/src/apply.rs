@@ -35,9 +35,9 @@ use crate::objects::{
     FIELD_MANAGER, PRUNE_ANNOTATION, api_for, apply_params, is_dangerous, owned_fields_hash,
 };
 use crate::ownership::Ownership;
-use crate::render::Rendered;
 use crate::state::{Entry, ManifestState, PluginRecord, Store, Stored};
 use crate::wait::{self, Watched};
+use tazuna_core::render::Rendered;
 
 /// One object after its phase: its state entry, and the apply response when
 /// it was sent.
@@ -130,7 +130,7 @@ pub struct Unit<'a> {
     /// Its position in the file.
     pub position: usize,
     /// What it rendered to, or why it did not.
-    pub rendered: Result<Rendered, String>,
+    pub rendered: Result<Rendered, Failure>,
 }
 
 /// What happened to one object.
@@ -468,7 +468,7 @@ impl Run<'_> {
                         .expect("semaphore is never closed");
                     let mut counts = Counts::default();
                     let outcome = match &unit.rendered {
-                        Err(error) => Outcome::Failed(Failure::new(error.clone())),
+                        Err(failure) => Outcome::Failed(failure.clone()),
                         Ok(rendered) => match self
                             .apply_manifest(unit, rendered, shared, &mut counts)
                             .await

@@ -22,8 +22,8 @@ use tazuna_core::hint::Hint;
 use tazuna_core::lock::{LockError, Lockfile};
 
 use crate::apply::{
-    ApplySettings, Conflicts, Event, ManifestOutcome, Mode, Observer, Outcome, Prune, Recreate,
-    Run, Unit,
+    ApplySettings, Conflicts, Event, Failure, ManifestOutcome, Mode, Observer, Outcome, Prune,
+    Recreate, Run, Unit,
 };
 use crate::cluster::{self, Cluster, ClusterError, ConnectOptions};
 use crate::distribution::{Blobs, Resolve};
@@ -107,9 +107,9 @@ pub enum RunError {
     /// Objects or manifest names this stack may not write; nothing was written.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
     Ownership(Vec<OwnershipError>),
-    /// Manifests did not render; each message names its manifest.
-    #[error("{}", .0.join("\n"))]
-    Render(Vec<String>),
+    /// Manifests did not render; each failure names its manifest.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Render(Vec<Failure>),
     /// Live objects cannot be read.
     #[error("cannot read live objects: {}", crate::objects::errors::status_message(.0))]
     Read(kube::Error),
@@ -483,12 +483,12 @@ impl Stack {
 
     /// Render `manifests` for `cluster` (plugins see its version and API
     /// groups) and resolve the secret references in their Secrets. Each result
-    /// is the rendered manifest or its error message.
+    /// is the rendered manifest or why it did not render.
     fn render_for(
         &self,
         manifests: &[&Manifest],
         cluster: &Cluster,
-    ) -> Result<Vec<Result<Rendered, String>>, RunError> {
+    ) -> Result<Vec<Result<Rendered, Failure>>, RunError> {
         let (host, plugins) = self.source_plugins(manifests)?;
         // Secret references are resolved only here, on the way to a cluster,
         // in rendered Secrets and for the tools plugins run; `tazuna build`
@@ -520,7 +520,7 @@ impl Stack {
         secrets::resolve_all(&secrets, &mut results);
         Ok(results
             .into_iter()
-            .map(|r| r.map_err(|e| e.to_string()))
+            .map(|r| r.map_err(|e| Failure::of(&e)))
             .collect())
     }
 
@@ -608,7 +608,7 @@ impl Stack {
         connection: &Connection,
         options: &ApplyOptions,
         selected: &[&Manifest],
-        rendered: Vec<Result<Rendered, String>>,
+        rendered: Vec<Result<Rendered, Failure>>,
         claims: Claims,
         observer: &dyn Observer,
     ) -> Result<Vec<ManifestOutcome>, RunError> {
@@ -806,7 +806,7 @@ impl Stack {
             // Objects a manifest that stays also records are left to it.
             let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
             let ownership = Ownership::new(Claims::default(), &rest, &staying, true);
-            let settings = ApplySettings::teardown();
+            let settings = teardown_settings();
             let run = Run {
                 cluster: &connection.cluster,
                 store,
@@ -994,21 +994,19 @@ fn load_plugin_set(
     Ok(set)
 }
 
-impl ApplySettings {
-    /// What taking objects down needs of the apply settings: deletes only,
-    /// one manifest at a time.
-    pub fn teardown() -> Self {
-        Self {
-            conflicts: Conflicts::Report,
-            recreate: Recreate::Never,
-            prune: Prune::Dangerous,
-            mode: Mode::Apply,
-            manifests_at_once: 1,
-            requests_at_once: 32,
-            git_commit: None,
-            tazuna_version: crate::VERSION.to_owned(),
-            run_spec_tests: false,
-        }
+/// What taking objects down needs of the apply settings: deletes only, one
+/// manifest at a time.
+fn teardown_settings() -> ApplySettings {
+    ApplySettings {
+        conflicts: Conflicts::Report,
+        recreate: Recreate::Never,
+        prune: Prune::Dangerous,
+        mode: Mode::Apply,
+        manifests_at_once: 1,
+        requests_at_once: 32,
+        git_commit: None,
+        tazuna_version: crate::VERSION.to_owned(),
+        run_spec_tests: false,
     }
 }
 

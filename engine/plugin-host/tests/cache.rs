@@ -3,8 +3,8 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use tazuna_engine::host::{Grants, HostSettings, PluginHost, Provenance};
-use tazuna_engine::plugins::BUILTINS;
+use tazuna_plugin_host::host::{Grants, HostSettings, PluginHost, Provenance};
+use tazuna_plugin_host::plugins::BUILTINS;
 
 fn host(cache: &std::path::Path) -> PluginHost {
     PluginHost::new(HostSettings {

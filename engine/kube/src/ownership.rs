@@ -15,8 +15,8 @@ use serde_json::Value;
 use tazuna_core::hint::Hint;
 use tazuna_core::inventory::{ObjectKey, ObjectRef};
 
-use crate::render::Rendered;
 use crate::state::{NAMESPACE, Stored};
+use tazuna_core::render::Rendered;
 
 /// Tazuna's state of one cluster, split by stack.
 #[derive(Debug, Clone, Default)]
@@ -272,8 +272,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::render::Object;
     use crate::state::{Entry, ManifestState, PluginRecord};
+    use tazuna_core::render::Object;
 
     fn rendered(objects: Vec<Value>) -> Rendered {
         Rendered {
@@ -288,7 +288,6 @@ mod tests {
                     origin: None,
                 })
                 .collect(),
-            diagnostics: Vec::new(),
             upstream: Vec::new(),
         }
     }

@@ -23,8 +23,8 @@ use crate::objects::{
     FIELD_MANAGER, api_for, apply_params, fill_type, owned_fields_hash, prepare_object,
 };
 use crate::ownership::Ownership;
-use crate::render::Rendered;
 use crate::state::{Entry, Stored};
+use tazuna_core::render::Rendered;
 
 /// What would happen to one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -602,8 +602,8 @@ mod tests {
     use tazuna_core::config::{Location, Wait};
 
     use super::*;
-    use crate::render::Object;
     use crate::state::{ManifestState, PluginRecord};
+    use tazuna_core::render::Object;
 
     fn manifest(name: &str) -> Manifest {
         Manifest {
@@ -645,7 +645,6 @@ mod tests {
                     origin: None,
                 })
                 .collect(),
-            diagnostics: Vec::new(),
             upstream: Vec::new(),
         }
     }

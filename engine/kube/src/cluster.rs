@@ -14,7 +14,7 @@ use kube::discovery::{ApiCapabilities, Discovery, Scope};
 use kube::{Api, Client};
 use tazuna_core::inventory::ObjectRef;
 
-use crate::host::{ApiResource as ApiResourceInfo, ClusterInfo};
+use tazuna_core::render::{ApiResource as ApiResourceInfo, ClusterInfo};
 
 /// Where to connect: `--kubeconfig` and `--context`.
 #[derive(Debug, Clone, Default)]

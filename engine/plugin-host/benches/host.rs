@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use tazuna_core::config::{self, LoadOptions};
-use tazuna_engine::host::{Grants, HostSettings, PluginHost, RenderRequest};
-use tazuna_engine::plugins::{BUILTINS, PluginSet, Role};
-use tazuna_engine::render::{self, RenderSettings};
+use tazuna_plugin_host::host::{Grants, HostSettings, PluginHost, RenderRequest};
+use tazuna_plugin_host::plugins::{BUILTINS, PluginSet, Role};
+use tazuna_plugin_host::render::{self, RenderSettings};
 
 fn quickstart() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/quickstart")
@@ -89,7 +89,7 @@ fn build(c: &mut Criterion) {
     let cache = tempfile::tempdir().unwrap();
     let options = LoadOptions {
         environment: None,
-        tazuna_version: semver::Version::parse(tazuna_engine::VERSION).unwrap(),
+        tazuna_version: semver::Version::parse(env!("CARGO_PKG_VERSION")).unwrap(),
     };
     let host = host(Some(cache.path()));
     PluginSet::load(

@@ -13,11 +13,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 use tazuna_core::config::Manifest;
+use tazuna_core::hint::Hint;
 use tazuna_core::lock::{Lockfile, SourcePin};
+pub use tazuna_core::render::{ClusterInfo, Object, Rendered};
 
 use crate::host::{
-    ClusterInfo, Diagnostic, HostError, PluginError, PluginHost, RenderRequest, Severity,
-    SourcePlugin,
+    Diagnostic, HostError, PluginError, PluginHost, RenderRequest, Severity, SourcePlugin,
 };
 use crate::plugins::PluginSet;
 
@@ -32,34 +33,6 @@ pub struct RenderSettings {
     pub cluster: Option<ClusterInfo>,
     /// Most calls at once; 0 means one per CPU.
     pub concurrency: usize,
-}
-
-/// One Kubernetes object a plugin produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Object {
-    /// The object.
-    pub value: Value,
-    /// Where the plugin says it came from (`install.yaml#3`).
-    pub origin: Option<String>,
-}
-
-/// A manifest, rendered.
-#[derive(Debug, Clone)]
-pub struct Rendered {
-    /// The manifest's name.
-    pub manifest: String,
-    /// Name of the plugin that rendered it.
-    pub plugin: String,
-    /// That plugin's version.
-    pub plugin_version: String,
-    /// Hex sha256 of that plugin's component.
-    pub plugin_digest: String,
-    /// The objects, in the plugin's order.
-    pub objects: Vec<Object>,
-    /// Warnings and notes from the plugin.
-    pub diagnostics: Vec<Diagnostic>,
-    /// What the render pulled from upstream, as the plugin reported it.
-    pub upstream: Vec<SourcePin>,
 }
 
 /// Why one manifest did not render.
@@ -103,7 +76,7 @@ pub enum RenderError {
     /// A value a secret provider gave the plugin's tools came back in an
     /// object that is not a Secret.
     #[error(
-        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, holds a value that a secret provider gave its tools; such values may only land in Secrets\nhint: use the value in a Secret (and refer to that Secret), or take it from a non-secret source"
+        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, holds a value that a secret provider gave its tools; such values may only land in Secrets"
     )]
     SecretOutsideSecret {
         /// Manifest name.
@@ -115,7 +88,7 @@ pub enum RenderError {
     },
     /// Upstream content changed under a pinned location and version.
     #[error(
-        "manifest `{manifest}`: `{location}` {version} now has digest `{found}`, but tazuna.lock pinned `{pinned}`\nhint: the source serves other content under the same version; if that is intended, delete `sources.{manifest}` from tazuna.lock so the next run pins it again"
+        "manifest `{manifest}`: `{location}` {version} now has digest `{found}`, but tazuna.lock pinned `{pinned}`"
     )]
     UpstreamChanged {
         /// Manifest name.
@@ -154,6 +127,21 @@ impl RenderError {
             | Self::Secret { manifest, .. }
             | Self::SecretOutsideSecret { manifest, .. }
             | Self::InvalidOutput { manifest, .. } => manifest,
+        }
+    }
+}
+
+impl Hint for RenderError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::SecretOutsideSecret { .. } => Some(
+                "use the value in a Secret (and refer to that Secret), or take it from a non-secret source"
+                    .to_owned(),
+            ),
+            Self::UpstreamChanged { manifest, .. } => Some(format!(
+                "the source serves other content under the same version; if that is intended, delete `sources.{manifest}` from tazuna.lock so the next run pins it again"
+            )),
+            _ => None,
         }
     }
 }
@@ -246,6 +234,23 @@ pub fn render_all(
         .collect()
 }
 
+/// The cluster as the WIT contract carries it.
+fn to_request(info: &ClusterInfo) -> crate::host::ClusterInfo {
+    crate::host::ClusterInfo {
+        kube_version: info.kube_version.clone(),
+        api_versions: info.api_versions.clone(),
+        resources: info
+            .resources
+            .iter()
+            .map(|resource| crate::host::ApiResource {
+                group_version: resource.group_version.clone(),
+                kind: resource.kind.clone(),
+                namespaced: resource.namespaced,
+            })
+            .collect(),
+    }
+}
+
 /// Render one manifest.
 pub fn render_one(
     host: &PluginHost,
@@ -270,7 +275,7 @@ pub fn render_one(
         } else {
             settings.values.to_string()
         },
-        cluster: settings.cluster.clone(),
+        cluster: settings.cluster.as_ref().map(to_request),
         locked: None,
         workdir: String::new(),
         scratch: String::new(),
@@ -315,7 +320,6 @@ pub fn render_one(
         plugin_version: plugin.info().version.clone(),
         plugin_digest: plugin.digest().to_owned(),
         objects,
-        diagnostics: output.diagnostics,
         upstream: output
             .resolved
             .into_iter()
@@ -481,7 +485,6 @@ mod tests {
             plugin_version: "0.1.0".into(),
             plugin_digest: String::new(),
             objects: Vec::new(),
-            diagnostics: Vec::new(),
             upstream,
         })
     }

@@ -1,0 +1,29 @@
+//! The Kubernetes side of Tazuna's engine: everything that talks to a cluster,
+//! and nothing that runs plugins.
+//!
+//! - [`objects`]: the ground floor (field manager, apply parameters, API lookup,
+//!   annotations, error classification), which every module above builds on;
+//! - [`cluster`] and [`guard`]: the connection, discovery and the context check;
+//! - [`state`]: the records of what was applied, and the Lease;
+//! - [`live`], [`plan`], [`apply`], [`wait`], [`checks`], [`status`]: reading,
+//!   diffing, applying and watching objects;
+//! - [`ownership`] and [`destroy`]: which records and objects a stack may
+//!   prune, and taking them down in order;
+//! - [`warnings`]: API server warnings, collected per run.
+//!
+//! Rendered objects arrive as [`tazuna_core::render::Rendered`]; this crate does
+//! not depend on the WebAssembly engine.
+
+pub mod apply;
+pub mod checks;
+pub mod cluster;
+pub mod destroy;
+pub mod guard;
+pub mod live;
+pub mod objects;
+pub mod ownership;
+pub mod plan;
+pub mod state;
+pub mod status;
+pub mod wait;
+pub mod warnings;
