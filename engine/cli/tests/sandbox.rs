@@ -186,3 +186,132 @@ fn time_in_tools_counts_against_the_tool_budget_not_the_plugin_budget() {
         run.transcript()
     );
 }
+
+/// A project whose probe is granted `exec:echo`, where `echo` is `script`: a
+/// stand-in for a granted tool that has been made to misbehave. Whatever the
+/// script manages is what a hostile helm plugin or template could manage.
+fn jailed_tool(script: &str, args: &str) -> (tempfile::TempDir, Vec<(&'static str, String)>) {
+    let dir = project(&format!(
+        r#"spec:
+  plugins:
+    - name: probe
+      source: file://{{probe}}
+      grants: ["exec:echo"]
+  manifests:
+    - name: runs
+      type: probe
+      probe: {{ action: exec, tool: echo, args: {args} }}
+"#
+    ));
+    let tools = dir.path().join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    let path = tools.join("escape");
+    std::fs::write(&path, script).unwrap();
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    let env = vec![("TAZUNA_TOOL_ECHO", path.display().to_string())];
+    (dir, env)
+}
+
+/// The tool's stdout, from the ConfigMap the probe renders.
+fn tool_stdout(run: &common::Run) -> String {
+    let list: serde_json::Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|_| panic!("JSON on stdout: {}", run.transcript()));
+    list["items"][0]["data"]["stdout"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_granted_tool_cannot_read_or_write_host_files_or_reach_the_network() {
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.txt");
+    std::fs::write(&secret, "the user's secret").unwrap();
+    let marker = outside.path().join("marker");
+    // A listener on the host that the tool must not reach (an API server, a
+    // collector, anything on the machine or beyond it).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let script = format!(
+        r#"#!/bin/bash
+out=""
+cat {secret} >/dev/null 2>&1 && out="$out read-host-file"
+echo pwned 2>/dev/null > {marker} && out="$out wrote-marker"
+cat /proc/$PPID/environ >/dev/null 2>&1 && out="$out read-parent-environment"
+cat /etc/shadow >/dev/null 2>&1 && out="$out read-shadow"
+(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && out="$out reached-host-listener"
+ls -A "$HOME" 2>/dev/null | grep -q . && out="$out home-not-empty"
+echo pwned > "$HOME/.planted" 2>/dev/null || out="$out home-not-writable"
+echo "escapes:$out"
+"#,
+        secret = secret.display(),
+        marker = marker.display(),
+    );
+    let (dir, env) = jailed_tool(&script, "[]");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    // The script ran (its own home is writable) and every escape failed.
+    assert_eq!(tool_stdout(&run), "escapes:\n", "{}", run.transcript());
+    assert!(!marker.exists(), "the tool wrote outside its jail");
+    assert!(
+        listener.accept().is_err(),
+        "the tool reached a listener on the host"
+    );
+}
+
+#[test]
+fn a_tool_and_everything_it_started_end_when_it_ends() {
+    // The tool leaves a child behind that keeps its stdout open.
+    let script = "#!/bin/sh\nsleep 600 &\necho \"left $!\"\n";
+    let (dir, env) = jailed_tool(script, "[]");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = common::tazuna_with_env(
+        dir.path(),
+        &["build", "-o", "json", "--tool-timeout", "20"],
+        &env,
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let said = tool_stdout(&run);
+    let pid = said
+        .trim()
+        .strip_prefix("left ")
+        .unwrap_or_else(|| panic!("the script names its child: {said}"));
+    // Gone, or a zombie waiting for whoever adopted it to reap it.
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = state
+        .rsplit(") ")
+        .next()
+        .and_then(|rest| rest.split(' ').next());
+    assert!(
+        matches!(state, None | Some("Z" | "X" | "")),
+        "the tool's child {pid} outlived the run (state {state:?})"
+    );
+}
+
+#[test]
+fn a_plugin_cannot_hand_a_tool_a_host_path() {
+    for args in [
+        r#"["--set-file=x=/proc/1/environ"]"#,
+        r#"["--values=../../root/.docker/config.json"]"#,
+        r#"["/etc/passwd"]"#,
+    ] {
+        let (dir, env) = jailed_tool("#!/bin/sh\necho ran\n", args);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let run = common::tazuna_with_env(dir.path(), &["build"], &env);
+        assert_eq!(run.code, 1, "{args}: {}", run.transcript());
+        assert!(
+            run.stderr.contains("manifest `runs`")
+                && run.stderr.contains("plugin `probe`")
+                && run
+                    .stderr
+                    .contains("tools see only paths under `/manifest` and `/scratch`"),
+            "{args}: {}",
+            run.stderr
+        );
+        assert!(!run.stdout.contains("ran"), "{}", run.transcript());
+    }
+}

@@ -1,13 +1,19 @@
 //! The `exec` host import: running a tool such as `helm` on a plugin's behalf.
 //!
 //! A plugin never spawns processes itself. It names a logical tool; the host checks
-//! the grant `exec:<tool>`, maps the name to a binary, refuses arguments that would
-//! make the tool run other programs, maps guest paths in arguments and the working
-//! directory to host paths inside the preopened directories, scrubs the
-//! environment (passing only `PATH`, `HOME`, the path of the user's registry
-//! logins, `HELM_REGISTRY_CONFIG`, to `helm` the repositories `helm repo add`
-//! recorded, and the sign-in variables a tool such as `op` needs), and
-//! enforces a timeout and an output cap.
+//! the grant `exec:<tool>`, maps the name to a binary, and for the tools it knows
+//! (`helm`, `kustomize`, `helmfile`) allows only the subcommands a render needs
+//! and refuses the flags that would run other programs, reach a cluster or
+//! change where the tool keeps its configuration. Guest paths in arguments and
+//! the working directory become host paths inside the preopened directories;
+//! any other absolute path, and any `..`, is refused. The environment is built
+//! here: `PATH`, a private home, config, cache and temp directory per call
+//! (outside scratch, so nothing the plugin writes is taken as configuration),
+//! copies of only the registry logins and chart repositories the manifest
+//! names, the sign-in variables a tool such as `op` needs, and of the plugin's
+//! variables only those each tool allows. The tool then runs in the [`jail`](super::jail),
+//! with a timeout and an output cap, and its whole process group is killed
+//! when it ends or runs out of time.
 
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -17,17 +23,80 @@ use std::time::{Duration, Instant};
 use super::bindings::exec::{Command as ExecCommand, Output};
 use super::bindings::types::PluginError;
 use super::capabilities::Capabilities;
+use super::jail::{self, Endpoint, Policy};
 
 /// The most output kept from one stream of one tool run.
 pub const OUTPUT_CAP: usize = 64 * 1024 * 1024;
 
-/// Arguments that would let a tool run arbitrary programs, per tool.
-const REFUSED_ARGS: &[(&str, &[&str])] = &[
-    ("helm", &["--post-renderer"]),
-    ("kustomize", &["--enable-exec", "--enable-alpha-plugins"]),
-    (
-        "helmfile",
-        &[
+/// What the host lets a plugin ask of a tool it knows: the subcommands a
+/// render needs, and the flags (or flag prefixes ending in `-`) that would let
+/// the tool run other programs, reach a cluster or read its configuration
+/// from elsewhere.
+struct ToolRules {
+    tool: &'static str,
+    subcommands: &'static [&'static str],
+    refused: &'static [&'static str],
+    /// Prefixes of the plugin's environment variables the tool gets.
+    env: &'static [&'static str],
+}
+
+const TOOL_RULES: &[ToolRules] = &[
+    ToolRules {
+        tool: "helm",
+        subcommands: &[
+            "template",
+            "show",
+            "pull",
+            "dependency",
+            "version",
+            "lint",
+            "package",
+        ],
+        refused: &[
+            "--post-renderer",
+            "--kubeconfig",
+            "--kube-apiserver",
+            "--kube-as-group",
+            "--kube-as-user",
+            "--kube-ca-file",
+            "--kube-context",
+            "--kube-insecure-skip-tls-verify",
+            "--kube-tls-server-name",
+            "--kube-token",
+            "--registry-config",
+            "--repository-config",
+            "--repository-cache",
+            "--dry-run=server",
+        ],
+        env: &[],
+    },
+    ToolRules {
+        tool: "kustomize",
+        subcommands: &["build", "version"],
+        refused: &[
+            "--enable-exec",
+            "--enable-alpha-plugins",
+            "--enable-helm",
+            "--helm-command",
+            "--load-restrictor",
+            "--mount",
+            "--network",
+            "--env",
+            "-e",
+        ],
+        env: &[],
+    },
+    ToolRules {
+        tool: "helmfile",
+        subcommands: &[
+            "template",
+            "build",
+            "version",
+            "list",
+            "lint",
+            "write-values",
+        ],
+        refused: &[
             "--helm-binary",
             "-b",
             "--kustomize-binary",
@@ -35,8 +104,11 @@ const REFUSED_ARGS: &[(&str, &[&str])] = &[
             "--post-renderer",
             "--args",
             "--template-args",
+            "--kube-context",
+            "--kubeconfig",
         ],
-    ),
+        env: &["TAZUNA_VAR_"],
+    },
 ];
 
 /// A guest directory and the host directory behind it.
@@ -59,6 +131,21 @@ pub struct ExecContext<'a> {
     pub mounts: &'a [Mount],
     /// Upper bound for any one tool run.
     pub max_timeout: Duration,
+    /// Whether the plugin is a built-in (it may run tools unjailed, with a
+    /// warning, where the kernel cannot jail them).
+    pub builtin: bool,
+    /// What the manifest names: the endpoints tools may reach, and the chart
+    /// repositories (name, URL) they may use.
+    pub network: &'a Network,
+}
+
+/// The hosts and chart repositories a manifest's config names.
+#[derive(Debug, Clone, Default)]
+pub struct Network {
+    /// Hosts and ports tools may reach.
+    pub endpoints: Vec<Endpoint>,
+    /// Chart repositories of the user's `repositories.yaml` the config names.
+    pub repositories: Vec<String>,
 }
 
 /// Run `command` for the plugin described by `ctx`.
@@ -71,11 +158,20 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
             ctx.plugin, ctx.capabilities
         )));
     }
-    if let Some(bad) = refused_argument(tool, &command.args) {
+    if let Some(problem) = refused_request(tool, &command.args, &command.env) {
         return Err(PluginError::CapabilityDenied(format!(
-            "plugin `{}` passed `{bad}` to `{tool}`, which would let it run other programs",
+            "plugin `{}` asked `{tool}` for {problem}",
             ctx.plugin
         )));
+    }
+    if let Some(missing) = jail::support().missing() {
+        if !ctx.builtin {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{}` may not run `{tool}`: this machine cannot jail tools ({missing}), and third-party plugins run tools only in a jail",
+                ctx.plugin
+            )));
+        }
+        warn_unjailed(&missing);
     }
     let binary = locate(tool).ok_or_else(|| {
         PluginError::NotFound(format!(
@@ -83,11 +179,16 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
             tool_env_var(tool)
         ))
     })?;
-    let args: Vec<String> = command
-        .args
-        .iter()
-        .map(|arg| map_argument(ctx.mounts, arg))
-        .collect();
+    let mut args = Vec::with_capacity(command.args.len());
+    for arg in &command.args {
+        args.push(map_argument(ctx.mounts, arg).ok_or_else(|| {
+            PluginError::CapabilityDenied(format!(
+                "plugin `{}` passed `{arg}` to `{tool}`: tools see only paths under {}",
+                ctx.plugin,
+                guests(ctx.mounts)
+            ))
+        })?);
+    }
     let cwd = match &command.cwd {
         Some(guest) => to_host(ctx.mounts, guest).ok_or_else(|| {
             PluginError::CapabilityDenied(format!(
@@ -106,13 +207,14 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         .unwrap_or(ctx.max_timeout)
         .min(ctx.max_timeout);
 
+    let private = Private::new(tool, ctx.network)
+        .map_err(|error| PluginError::Other(format!("cannot prepare `{tool}`'s home: {error}")))?;
     let mut child = Command::new(&binary);
     child
         .args(&args)
         .current_dir(&cwd)
         .env_clear()
         .env("PATH", tool_path(ctx.capabilities))
-        .env("HOME", &cwd)
         .stdin(if command.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -120,28 +222,49 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    // Registry logins reach the tool by path, never through the plugin: the
-    // file lies outside the plugin's preopens.
-    if let Some(logins) = crate::distribution::helm_registry_config() {
-        child.env("HELM_REGISTRY_CONFIG", logins);
+    for (key, value) in private.environment() {
+        child.env(key, value);
     }
-    // `helm` alone gets the repositories `helm repo add` recorded, with their
-    // logins: helmfile would add its own repositories to the user's file.
-    if tool == "helm" {
-        for (key, path) in crate::distribution::helm_repositories() {
-            child.env(key, path);
+    let mut endpoints = ctx.network.endpoints.clone();
+    let mut writable = vec![private.root().to_owned()];
+    for (key, value) in passed_environment(tool) {
+        child.env(key, &value);
+        if key == "OP_CONNECT_HOST" {
+            endpoints.extend(jail::endpoint_of_url(&value.to_string_lossy()));
         }
     }
-    for (key, value) in passed_environment(tool) {
-        child.env(key, value);
+    if tool == "op" {
+        endpoints.extend(ONE_PASSWORD_HOSTS.iter().map(|host| Endpoint {
+            host: (*host).to_owned(),
+            port: 443,
+        }));
+        writable.extend(op_config_dir());
     }
     for (key, value) in &command.env {
         child.env(key, value);
     }
+    writable.extend(
+        ctx.mounts
+            .iter()
+            .filter(|m| m.guest == super::SCRATCH_DIR)
+            .map(|m| m.host.clone()),
+    );
+    let policy = Policy {
+        programs: tool_dirs(ctx.capabilities, &binary),
+        read: ctx
+            .mounts
+            .iter()
+            .filter(|m| m.guest != super::SCRATCH_DIR)
+            .map(|m| m.host.clone())
+            .collect(),
+        write: writable,
+        endpoints,
+    };
     tracing::debug!(plugin = ctx.plugin, tool, ?args, cwd = %cwd.display(), "exec");
-    let mut child = child.spawn().map_err(|error| {
+    let mut jailed = jail::spawn(child, policy).map_err(|error| {
         PluginError::Other(format!("cannot start `{}`: {error}", binary.display()))
     })?;
+    let child = &mut jailed.child;
     if let Some(input) = command.stdin {
         let mut stdin = child.stdin.take().expect("stdin is piped");
         std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &input));
@@ -153,7 +276,7 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
+                jail::kill_group(child);
                 let _ = child.wait();
                 return Err(PluginError::Timeout(format!(
                     "`{tool}` did not finish within {}s",
@@ -164,6 +287,9 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
             Err(error) => return Err(PluginError::Other(format!("waiting for `{tool}`: {error}"))),
         }
     };
+    // Whatever the tool left running (and holding its output open) goes with it.
+    jail::kill_group(child);
+    drop(private);
     let (stdout, cut_out) = stdout.join().unwrap_or_default();
     let (stderr, cut_err) = stderr.join().unwrap_or_default();
     let exit_code = status.code().unwrap_or(-1);
@@ -185,16 +311,278 @@ fn capture(mut stream: impl Read + Send + 'static) -> std::thread::JoinHandle<(V
     })
 }
 
-fn refused_argument<'a>(tool: &str, args: &'a [String]) -> Option<&'a str> {
-    let refused = REFUSED_ARGS
-        .iter()
-        .find(|(name, _)| *name == tool)
-        .map(|(_, flags)| *flags)?;
-    args.iter().map(String::as_str).find(|arg| {
-        refused
+/// What is wrong with asking `tool` for `args` with `env`, if anything.
+fn refused_request(tool: &str, args: &[String], env: &[(String, String)]) -> Option<String> {
+    let rules = TOOL_RULES.iter().find(|rules| rules.tool == tool);
+    let allowed_env = |key: &str| {
+        rules.is_some_and(|rules| rules.env.iter().any(|prefix| key.starts_with(prefix)))
+            || (rules.is_none() && !DANGEROUS_ENV.iter().any(|bad| key.starts_with(bad)))
+    };
+    if let Some((key, _)) = env.iter().find(|(key, _)| !allowed_env(key)) {
+        return Some(format!(
+            "environment variable `{key}`, which it does not pass to tools"
+        ));
+    }
+    let rules = rules?;
+    if let Some(bad) = args.iter().find(|arg| {
+        rules
+            .refused
             .iter()
-            .any(|flag| *arg == *flag || arg.starts_with(&format!("{flag}=")))
-    })
+            .any(|flag| arg.as_str() == *flag || arg.starts_with(&format!("{flag}=")))
+    }) {
+        return Some(format!(
+            "`{bad}`, which would let it run other programs, reach a cluster or read configuration from elsewhere"
+        ));
+    }
+    let subcommand = args.iter().find(|arg| !arg.starts_with('-'));
+    match subcommand {
+        Some(sub) if rules.subcommands.contains(&sub.as_str()) => None,
+        Some(sub) => Some(format!(
+            "`{tool} {sub}`; plugins may run only `{tool} {}` (a flag's value goes after `=`: `--flag=value`)",
+            rules.subcommands.join("|")
+        )),
+        None => None,
+    }
+}
+
+/// Variables no tool gets from a plugin: they make tools run programs or load
+/// configuration, code or libraries from elsewhere.
+const DANGEROUS_ENV: &[&str] = &[
+    "LD_",
+    "GIT_",
+    "HELM_",
+    "KUSTOMIZE_",
+    "HELMFILE_",
+    "KUBECONFIG",
+    "HOME",
+    "XDG_",
+    "PATH",
+    "SSH_",
+    "DOCKER_",
+    "BASH_ENV",
+    "ENV",
+    "PYTHON",
+    "NODE_OPTIONS",
+    "PERL5",
+    "RUBY",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "TMPDIR",
+];
+
+/// Warn once per process that tools run without a jail.
+fn warn_unjailed(missing: &str) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            "built-in plugins run their tools without a full jail on this machine ({missing}); \
+             third-party plugins may not run tools here"
+        );
+    });
+}
+
+/// The 1Password hosts `op` signs in to.
+const ONE_PASSWORD_HOSTS: &[&str] = &["my.1password.com", "my.1password.eu", "my.1password.ca"];
+
+/// `op`'s configuration directory, where it keeps its accounts.
+fn op_config_dir() -> Option<PathBuf> {
+    std::env::var_os("OP_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("XDG_CONFIG_HOME").map(|d| PathBuf::from(d).join("op")))
+        .or_else(|| std::env::var_os("HOME").map(|d| PathBuf::from(d).join(".config/op")))
+        .filter(|dir| dir.is_dir())
+}
+
+/// The directories of the tool and of every tool the plugin may run.
+fn tool_dirs(capabilities: &Capabilities, binary: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = capabilities
+        .iter()
+        .filter_map(|capability| capability.strip_prefix("exec:"))
+        .filter(|tool| !tool.contains('*'))
+        .filter_map(locate)
+        .chain(std::iter::once(binary.to_owned()))
+        .filter_map(|binary| {
+            let real = std::fs::canonicalize(&binary).unwrap_or(binary);
+            real.parent().map(Path::to_path_buf)
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// One tool run's own home: empty but for copies of the registry logins and
+/// chart repositories its manifest names. It lies outside the plugin's
+/// directories and is removed when the run ends.
+struct Private {
+    dir: tempfile::TempDir,
+    helm: bool,
+}
+
+impl Private {
+    fn new(tool: &str, network: &Network) -> std::io::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("tazuna-tool-").tempdir()?;
+        for sub in [
+            "home",
+            "tmp",
+            "config",
+            "cache",
+            "data",
+            "data/helm/plugins",
+        ] {
+            std::fs::create_dir_all(dir.path().join(sub))?;
+        }
+        let helm = matches!(tool, "helm" | "helmfile");
+        let private = Self { dir, helm };
+        if helm {
+            private.copy_helm_config(network)?;
+        }
+        Ok(private)
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn environment(&self) -> Vec<(&'static str, PathBuf)> {
+        let root = self.root();
+        let mut env = vec![
+            ("HOME", root.join("home")),
+            ("TMPDIR", root.join("tmp")),
+            ("XDG_CONFIG_HOME", root.join("config")),
+            ("XDG_CACHE_HOME", root.join("cache")),
+            ("XDG_DATA_HOME", root.join("data")),
+            ("GIT_CONFIG_GLOBAL", PathBuf::from("/dev/null")),
+            ("GIT_CONFIG_NOSYSTEM", PathBuf::from("1")),
+            ("GIT_TERMINAL_PROMPT", PathBuf::from("0")),
+        ];
+        if self.helm {
+            env.extend([
+                ("HELM_CONFIG_HOME", root.join("config/helm")),
+                ("HELM_CACHE_HOME", root.join("cache/helm")),
+                ("HELM_DATA_HOME", root.join("data/helm")),
+                ("HELM_PLUGINS", root.join("data/helm/plugins")),
+                (
+                    "HELM_REGISTRY_CONFIG",
+                    root.join("config/helm/registry/config.json"),
+                ),
+                (
+                    "HELM_REPOSITORY_CONFIG",
+                    root.join("config/helm/repositories.yaml"),
+                ),
+                ("HELM_REPOSITORY_CACHE", root.join("cache/helm/repository")),
+            ]);
+        }
+        env
+    }
+
+    /// The logins of the named registries and the named chart repositories
+    /// (with their index), copied from the user's helm configuration.
+    fn copy_helm_config(&self, network: &Network) -> std::io::Result<()> {
+        let root = self.root();
+        std::fs::create_dir_all(root.join("config/helm/registry"))?;
+        std::fs::create_dir_all(root.join("cache/helm/repository"))?;
+        if let Some(logins) = crate::distribution::helm_registry_config()
+            && let Ok(text) = std::fs::read_to_string(&logins)
+            && let Ok(mut config) = serde_json::from_str::<serde_json::Value>(&text)
+        {
+            if let Some(auths) = config.get_mut("auths").and_then(|a| a.as_object_mut()) {
+                auths.retain(|key, _| {
+                    let host = key
+                        .trim_start_matches("https://")
+                        .trim_start_matches("http://")
+                        .trim_end_matches('/');
+                    network
+                        .endpoints
+                        .iter()
+                        .any(|e| host == e.host || host == e.to_string())
+                });
+            }
+            let kept =
+                serde_json::json!({ "auths": config.get("auths").cloned().unwrap_or_default() });
+            std::fs::write(
+                root.join("config/helm/registry/config.json"),
+                kept.to_string(),
+            )?;
+        }
+        let known = crate::distribution::helm_repositories();
+        let config = known
+            .iter()
+            .find(|(key, _)| *key == "HELM_REPOSITORY_CONFIG");
+        let cache = known
+            .iter()
+            .find(|(key, _)| *key == "HELM_REPOSITORY_CACHE");
+        if let Some((_, file)) = config
+            && let Ok(text) = std::fs::read_to_string(file)
+            && let Ok(mut repositories) = serde_yaml::from_str::<serde_yaml::Value>(&text)
+        {
+            if let Some(list) = repositories
+                .get_mut("repositories")
+                .and_then(|r| r.as_sequence_mut())
+            {
+                list.retain(|entry| {
+                    entry["name"]
+                        .as_str()
+                        .is_some_and(|name| network.repositories.iter().any(|n| n == name))
+                });
+            }
+            let text = serde_yaml::to_string(&repositories).unwrap_or_default();
+            std::fs::write(root.join("config/helm/repositories.yaml"), text)?;
+            if let Some((_, cache)) = cache {
+                for name in &network.repositories {
+                    for file in [format!("{name}-index.yaml"), format!("{name}-charts.txt")] {
+                        let from = cache.join(&file);
+                        if from.is_file() {
+                            std::fs::copy(&from, root.join("cache/helm/repository").join(&file))?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The chart repositories (name, URL) of the user's `repositories.yaml`.
+pub fn user_repositories() -> Vec<(String, String)> {
+    let known = crate::distribution::helm_repositories();
+    let Some((_, file)) = known
+        .iter()
+        .find(|(key, _)| *key == "HELM_REPOSITORY_CONFIG")
+    else {
+        return Vec::new();
+    };
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Vec::new();
+    };
+    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(&text) else {
+        return Vec::new();
+    };
+    value["repositories"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            Some((
+                entry["name"].as_str()?.to_owned(),
+                entry["url"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// The guest directories, for messages.
+fn guests(mounts: &[Mount]) -> String {
+    let list: Vec<String> = mounts.iter().map(|m| format!("`{}`", m.guest)).collect();
+    if list.is_empty() {
+        "none (this call has no directories)".to_owned()
+    } else {
+        list.join(" and ")
+    }
 }
 
 /// What a tool needs from the user's environment to sign in, by tool. The
@@ -290,16 +678,34 @@ pub fn to_host(mounts: &[Mount], guest: &str) -> Option<PathBuf> {
     })
 }
 
-fn map_argument(mounts: &[Mount], arg: &str) -> String {
-    if let Some(host) = to_host(mounts, arg) {
-        return host.display().to_string();
+/// `arg` with every guest path in it (the whole argument, or a piece after
+/// `=` or `,`) made a host path; `None` if a piece is another absolute path
+/// or climbs with `..`.
+fn map_argument(mounts: &[Mount], arg: &str) -> Option<String> {
+    let mut mapped = String::with_capacity(arg.len());
+    let mut rest = arg;
+    loop {
+        let end = rest.find(['=', ',']).unwrap_or(rest.len());
+        let piece = &rest[..end];
+        if Path::new(piece)
+            .components()
+            .any(|c| c == Component::ParentDir)
+        {
+            return None;
+        }
+        if piece.starts_with('/') {
+            mapped.push_str(&to_host(mounts, piece)?.display().to_string());
+        } else {
+            mapped.push_str(piece);
+        }
+        match rest[end..].chars().next() {
+            Some(separator) => {
+                mapped.push(separator);
+                rest = &rest[end + 1..];
+            }
+            None => return Some(mapped),
+        }
     }
-    if let Some((flag, value)) = arg.split_once('=')
-        && let Some(host) = to_host(mounts, value)
-    {
-        return format!("{flag}={}", host.display());
-    }
-    arg.to_owned()
 }
 
 #[cfg(test)]
@@ -357,27 +763,97 @@ mod tests {
 
     #[test]
     fn arguments_with_guest_paths_are_rewritten() {
+        let map = |arg: &str| map_argument(&mounts(), arg);
         assert_eq!(
-            map_argument(&mounts(), "/manifest/chart"),
-            "/home/me/cluster/chart"
+            map("/manifest/chart").as_deref(),
+            Some("/home/me/cluster/chart")
         );
         assert_eq!(
-            map_argument(&mounts(), "--values=/scratch/v.yaml"),
-            "--values=/tmp/call-1/v.yaml"
+            map("--values=/scratch/v.yaml").as_deref(),
+            Some("--values=/tmp/call-1/v.yaml")
         );
         assert_eq!(
-            map_argument(&mounts(), "--namespace=argocd"),
-            "--namespace=argocd"
+            map("--set-file=a=/scratch/a,b=/manifest/b").as_deref(),
+            Some("--set-file=a=/tmp/call-1/a,b=/home/me/cluster/b")
+        );
+        assert_eq!(
+            map("--namespace=argocd").as_deref(),
+            Some("--namespace=argocd")
+        );
+        assert_eq!(
+            map("oci://127.0.0.1:5000/charts").as_deref(),
+            Some("oci://127.0.0.1:5000/charts")
         );
     }
 
     #[test]
-    fn flags_that_run_programs_are_refused() {
-        let args = vec!["template".to_owned(), "--post-renderer=/bin/sh".to_owned()];
+    fn host_paths_and_climbing_in_arguments_are_refused() {
+        let map = |arg: &str| map_argument(&mounts(), arg);
+        assert_eq!(map("--set-file=x=/proc/1/environ"), None);
+        assert_eq!(map("/etc/passwd"), None);
+        assert_eq!(map("--values=../../root/.docker/config.json"), None);
+        assert_eq!(map("x=a,b=/root/.config/helm/registry/config.json"), None);
+    }
+
+    fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn flags_that_run_programs_or_reach_a_cluster_are_refused() {
+        let refused = |tool: &str, args: &[&str]| refused_request(tool, &strings(args), &[]);
+        assert!(refused("helm", &["template", "--post-renderer=/bin/sh"]).is_some());
+        assert!(refused("helm", &["template", "x", "--kubeconfig=/k"]).is_some());
+        assert!(refused("helm", &["template", "x", "--kube-apiserver=https://k"]).is_some());
         assert_eq!(
-            refused_argument("helm", &args),
-            Some("--post-renderer=/bin/sh")
+            refused("helm", &["template", "x", "--kube-version=v1.37.2"]),
+            None
         );
-        assert_eq!(refused_argument("kustomize", &args), None);
+        assert!(
+            refused(
+                "kustomize",
+                &["build", "--enable-helm", "--helm-command=/bin/sh"]
+            )
+            .is_some()
+        );
+        assert!(
+            refused(
+                "kustomize",
+                &["build", "--load-restrictor=LoadRestrictionsNone"]
+            )
+            .is_some()
+        );
+        assert!(refused("helmfile", &["--helm-binary=/bin/sh", "template"]).is_some());
+        assert_eq!(refused("helm", &["template", "x", "/manifest/chart"]), None);
+        assert_eq!(refused("kustomize", &["build", "/manifest"]), None);
+    }
+
+    #[test]
+    fn only_the_subcommands_a_render_needs_are_allowed() {
+        let refused = |tool: &str, args: &[&str]| refused_request(tool, &strings(args), &[]);
+        for args in [
+            &["install", "x", "c"][..],
+            &["repo", "add", "a", "u"],
+            &["plugin", "list"],
+            &["registry", "login"],
+        ] {
+            let said = refused("helm", args).unwrap();
+            assert!(said.contains("may run only `helm template|"), "{said}");
+        }
+        assert_eq!(
+            refused("helmfile", &["--file=/f", "--no-color", "template"]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_plugin_passes_a_tool_only_the_variables_it_allows() {
+        let env =
+            |tool: &str, key: &str| refused_request(tool, &[], &[(key.to_owned(), "x".to_owned())]);
+        assert!(env("kustomize", "GIT_SSH_COMMAND").is_some());
+        assert!(env("helm", "HELM_PLUGINS").is_some());
+        assert_eq!(env("helmfile", "TAZUNA_VAR_0"), None);
+        assert!(env("echo", "LD_PRELOAD").is_some());
+        assert_eq!(env("echo", "GREETING"), None);
     }
 }

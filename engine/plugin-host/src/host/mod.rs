@@ -20,6 +20,7 @@ mod bindings;
 mod cache;
 mod capabilities;
 mod exec;
+pub mod jail;
 mod resolver;
 mod tool_secrets;
 
@@ -46,7 +47,7 @@ pub use resolver::ResolverPlugin;
 pub use tool_secrets::{Revealed, SharedToolSecrets, ToolSecret, ToolSecrets};
 
 use bindings::{SourcePlugin as SourceBindings, SourcePluginPre};
-use exec::{ExecContext, Mount};
+use exec::{ExecContext, Mount, Network};
 
 /// Guest path of the manifest directory, preopened read-only.
 pub const MANIFEST_DIR: &str = "/manifest";
@@ -235,6 +236,7 @@ impl PluginHost {
                 ),
             })?;
         let mut plugin = SourcePlugin {
+            builtin: matches!(granted, Grants::Requested),
             label: label.to_owned(),
             digest,
             pre,
@@ -294,7 +296,20 @@ impl PluginHost {
     ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
         request.workdir = MANIFEST_DIR.to_owned();
         request.scratch = SCRATCH_DIR.to_owned();
+        let repositories = exec::user_repositories();
+        let endpoints = jail::endpoints_named_in(&request.config, &repositories);
+        let network = Network {
+            repositories: repositories
+                .into_iter()
+                .filter(|(_, url)| {
+                    jail::endpoint_of_url(url).is_some_and(|e| endpoints.contains(&e))
+                })
+                .map(|(name, _)| name)
+                .collect(),
+            endpoints,
+        };
         self.call(plugin, Some(manifest_dir), |bindings, store| {
+            store.data_mut().network = network;
             let result = bindings
                 .tazuna_plugin_source()
                 .call_render(&mut *store, &request)?;
@@ -320,6 +335,7 @@ impl PluginHost {
         self.call_in(
             &plugin.info.name,
             &plugin.capabilities,
+            plugin.builtin,
             manifest_dir,
             |store| {
                 let bindings = plugin.pre.instantiate(&mut *store)?;
@@ -352,6 +368,7 @@ impl PluginHost {
         &self,
         name: &str,
         capabilities: &Capabilities,
+        builtin: bool,
         manifest_dir: Option<&Path>,
         run: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, HostError> {
@@ -410,6 +427,8 @@ impl PluginHost {
             plugin: name.clone(),
             capabilities: capabilities.clone(),
             mounts,
+            network: Network::default(),
+            builtin,
             tools: ToolClock::new(self.limits.tools),
             tool_secrets: self.tool_secrets.get().cloned(),
             revealed: Revealed::default(),
@@ -466,6 +485,8 @@ pub enum Grants<'a> {
 
 /// A loaded, pre-linked source plugin.
 pub struct SourcePlugin {
+    /// Whether it is one of Tazuna's built-ins.
+    builtin: bool,
     label: String,
     digest: String,
     pre: SourcePluginPre<CallState>,
@@ -514,6 +535,10 @@ struct CallState {
     plugin: String,
     capabilities: Capabilities,
     mounts: Vec<Mount>,
+    /// What the manifest names, for the tools it runs.
+    network: Network,
+    /// Whether the plugin is a built-in.
+    builtin: bool,
     tools: ToolClock,
     tool_secrets: Option<SharedToolSecrets>,
     /// Secret values handed to tools in this call.
@@ -611,6 +636,8 @@ impl bindings::exec::Host for CallState {
             capabilities: &self.capabilities,
             mounts: &self.mounts,
             max_timeout,
+            builtin: self.builtin,
+            network: &self.network,
         };
         self.tools.run(|| exec::run(&ctx, command))
     }

@@ -16,6 +16,8 @@ use super::{Capabilities, Grants, HostError, PluginHost, Provenance};
 
 /// A loaded, pre-linked secret resolver.
 pub struct ResolverPlugin {
+    /// Whether it is one of Tazuna's built-ins.
+    builtin: bool,
     digest: String,
     pre: SecretResolverPluginPre<super::CallState>,
     info: PluginInfo,
@@ -82,7 +84,7 @@ impl PluginHost {
                     "{e:#}\nhint: a secret resolver must target the WIT world `{RESOLVER_WORLD}`"
                 ),
             })?;
-        let (info, schemes) = self.call_in(label, &Capabilities::none(), None, |store| {
+        let (info, schemes) = self.call_in(label, &Capabilities::none(), false, None, |store| {
             let bindings = pre.instantiate(&mut *store)?;
             let resolver = bindings.tazuna_plugin_secret_resolver();
             let info = resolver.call_describe(&mut *store)?;
@@ -95,6 +97,7 @@ impl PluginHost {
         };
         tracing::debug!(plugin = %info.name, ?provenance, elapsed = ?started.elapsed(), "resolver loaded");
         Ok(ResolverPlugin {
+            builtin: matches!(granted, Grants::Requested),
             digest,
             pre,
             info,
@@ -120,6 +123,7 @@ impl PluginHost {
         self.call_in(
             &plugin.info.name,
             &plugin.capabilities,
+            plugin.builtin,
             Some(provider_dir),
             |store| {
                 let bindings: SecretResolverPlugin = plugin.pre.instantiate(&mut *store)?;
