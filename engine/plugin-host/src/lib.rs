@@ -1,7 +1,8 @@
 //! The plugin side of Tazuna's engine: everything that runs plugins, and
 //! nothing that talks to a cluster.
 //!
-//! - [`host`]: the sandboxed wasmtime plugin host (the only module with `unsafe`);
+//! - [`host`]: the sandboxed wasmtime plugin host and the jail its tools run in
+//!   (the only module with `unsafe`);
 //! - [`plugins`]: the built-in plugins embedded in the binary, and loading
 //!   third-party ones pinned in `spec.plugins`;
 //! - [`distribution`]: fetching plugins and artifacts from OCI registries and
