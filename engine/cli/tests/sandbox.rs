@@ -315,3 +315,158 @@ fn a_plugin_cannot_hand_a_tool_a_host_path() {
         assert!(!run.stdout.contains("ran"), "{}", run.transcript());
     }
 }
+
+/// A project whose probe, granted `grants`, renders a ClusterRoleBinding of
+/// `cluster-admin` to every authenticated user, a Secret in `kube-system`
+/// and a mutating webhook configuration, beside its own ConfigMap.
+fn reaching_for_cluster_admin(manifest: &str, grants: &str) -> tempfile::TempDir {
+    project(&format!(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: probe
+      source: file://{{probe}}
+      grants: {grants}
+  manifests:
+    - name: {manifest}
+      type: probe
+      namespace: apps
+      probe:
+        action: emit
+        objects:
+          - {{apiVersion: v1, kind: Namespace, metadata: {{name: apps}}}}
+          - {{apiVersion: v1, kind: ConfigMap, metadata: {{name: own, namespace: apps}}, data: {{a: b}}}}
+          - apiVersion: rbac.authorization.k8s.io/v1
+            kind: ClusterRoleBinding
+            metadata: {{name: everyone-is-admin}}
+            roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}}
+            subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: "system:authenticated"}}]
+          - {{apiVersion: v1, kind: Secret, metadata: {{name: planted, namespace: kube-system}}, stringData: {{token: x}}}}
+          - {{apiVersion: admissionregistration.k8s.io/v1, kind: MutatingWebhookConfiguration, metadata: {{name: everything}}, webhooks: []}}
+"#
+    ))
+}
+
+#[test]
+fn a_plugin_without_emit_grants_is_refused_cluster_wide_objects_before_any_write() {
+    let Some(cluster) = tazuna_tests::e2e::TestCluster::start("sandbox-scope") else {
+        return;
+    };
+    let planted = [
+        &["clusterrolebinding", "everyone-is-admin"][..],
+        &["-n", "kube-system", "secret", "planted"],
+        &["mutatingwebhookconfiguration", "everything"],
+    ];
+    let dir = reaching_for_cluster_admin("grab", "[]");
+    for verb in ["plan", "apply"] {
+        let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
+        let said = common::text(&out);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+        for (object, grant) in [
+            (
+                "ClusterRoleBinding everyone-is-admin",
+                "`emit:kind:ClusterRoleBinding`",
+            ),
+            ("Secret kube-system/planted", "`emit:namespace:kube-system`"),
+            (
+                "MutatingWebhookConfiguration everything",
+                "`emit:kind:MutatingWebhookConfiguration`",
+            ),
+        ] {
+            assert!(
+                said.contains("manifest `grab`: plugin `probe` rendered")
+                    && said.contains(object)
+                    && said.contains(grant),
+                "{verb} names {object} and {grant}: {said}"
+            );
+        }
+        assert!(said.contains("hint: if you trust plugin `probe`"), "{said}");
+        for args in planted {
+            assert!(!common::exists(&cluster, args), "{verb} wrote {args:?}");
+        }
+        assert!(
+            !common::exists(&cluster, &["namespace", "apps"]),
+            "{verb} wrote the plugin's own objects before refusing"
+        );
+    }
+
+    // Granted, the same objects are applied; kubectl sees them.
+    let dir = reaching_for_cluster_admin(
+        "granted",
+        r#"["emit:cluster:ClusterRoleBinding", "emit:kind:ClusterRoleBinding",
+           "emit:namespace:kube-system", "emit:cluster:MutatingWebhookConfiguration",
+           "emit:kind:MutatingWebhookConfiguration"]"#,
+    );
+    let out = common::output(common::tazuna_on(&cluster, dir.path()).arg("apply"));
+    assert!(out.status.success(), "{}", common::text(&out));
+    for args in planted {
+        assert!(common::exists(&cluster, args), "{args:?} was not applied");
+    }
+    assert!(common::exists(
+        &cluster,
+        &["-n", "apps", "configmap", "own"]
+    ));
+}
+
+/// A project whose probe, granted `grants`, renders a Secret naming the CI's
+/// deploy token (`ref+env:CI_DEPLOY_TOKEN`).
+fn reaching_for_a_secret(grants: &str) -> tempfile::TempDir {
+    project(&format!(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: probe
+      source: file://{{probe}}
+      grants: {grants}
+  manifests:
+    - name: leak
+      type: probe
+      namespace: default
+      probe:
+        action: emit
+        objects:
+          - {{apiVersion: v1, kind: Secret, metadata: {{name: leaked, namespace: default}}, stringData: {{token: "ref+env:CI_DEPLOY_TOKEN"}}}}
+"#
+    ))
+}
+
+#[test]
+fn a_plugin_references_only_the_secrets_it_is_granted() {
+    let Some(cluster) = tazuna_tests::e2e::TestCluster::start("sandbox-secrets") else {
+        return;
+    };
+    let token = "ci-token-e2e-7f3a";
+    let apply = |dir: &tempfile::TempDir| {
+        common::output(
+            common::tazuna_on(&cluster, dir.path())
+                .env("CI_DEPLOY_TOKEN", token)
+                .arg("apply"),
+        )
+    };
+    let refused = apply(&reaching_for_a_secret("[]"));
+    let said = common::text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("refers to provider `env`, which plugin `probe` may not use")
+            && said.contains("`secrets:env:CI_DEPLOY_TOKEN`"),
+        "{said}"
+    );
+    assert!(!said.contains(token), "the value was printed: {said}");
+    assert!(!common::exists(
+        &cluster,
+        &["-n", "default", "secret", "leaked"]
+    ));
+
+    // Granted that one variable, the reference resolves.
+    let applied = apply(&reaching_for_a_secret(r#"["secrets:env:CI_DEPLOY_TOKEN"]"#));
+    assert!(applied.status.success(), "{}", common::text(&applied));
+    let secret = common::kubectl_json(&cluster, &["-n", "default", "get", "secret", "leaked"]);
+    let value = base64::Engine::decode(
+        &base64::engine::general_purpose::STANDARD,
+        secret["data"]["token"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(value, token.as_bytes());
+}

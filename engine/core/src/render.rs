@@ -57,4 +57,204 @@ pub struct Rendered {
     pub objects: Vec<Object>,
     /// What the render pulled from upstream, as the plugin reported it.
     pub upstream: Vec<SourcePin>,
+    /// What the plugin may create, for a third-party plugin; `None` for a
+    /// built-in, which renders only what the user's files say.
+    pub scope: Option<EmitScope>,
+}
+
+impl Rendered {
+    /// Whether a secret reference to `provider` (and, for `env`, the variable
+    /// `reference`) in this render's Secrets may be resolved. A built-in's
+    /// references are the user's own; a third-party plugin needs the grant
+    /// `secrets:<provider>`, or `secrets:env:<VARIABLE>` for `ref+env:`.
+    pub fn may_reference(&self, provider: &str, reference: &str) -> Result<(), String> {
+        let Some(scope) = &self.scope else {
+            return Ok(());
+        };
+        let needed = match provider {
+            "env" => format!("secrets:env:{reference}"),
+            _ => format!("secrets:{provider}"),
+        };
+        if scope
+            .secret_grants
+            .iter()
+            .any(|grant| match grant.strip_suffix('*') {
+                Some(prefix) => needed.starts_with(prefix),
+                None => *grant == needed,
+            })
+        {
+            Ok(())
+        } else {
+            Err(needed)
+        }
+    }
+}
+
+/// What a third-party plugin may create: its `emit:` grants in effect.
+///
+/// Without any, a plugin may create namespaced objects in its manifest's
+/// namespace (and that Namespace), nothing else. `emit:namespace:<name>` adds a
+/// namespace, `emit:cluster:<Kind>` a cluster-scoped kind, and
+/// `emit:kind:<Kind>` one of the kinds that change who may do what in the
+/// whole cluster ([`SENSITIVE_KINDS`]). A grant may end in `*`, but
+/// `emit:namespace:*` covers no `kube-*` namespace: those are named one by one.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EmitScope {
+    grants: Vec<String>,
+    /// The plugin's `secrets:` grants in effect (see [`Rendered::may_reference`]).
+    secret_grants: Vec<String>,
+}
+
+/// Kinds that need `emit:kind:<Kind>` wherever they are created: they bind
+/// roles, intercept or extend the API server, or define new APIs.
+pub const SENSITIVE_KINDS: &[&str] = &[
+    "RoleBinding",
+    "ClusterRoleBinding",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "CustomResourceDefinition",
+    "APIService",
+];
+
+impl EmitScope {
+    /// The scope the `emit:` and `secrets:` capabilities among
+    /// `capabilities` allow.
+    pub fn new<'a>(capabilities: impl IntoIterator<Item = &'a str>) -> Self {
+        let capabilities: Vec<&str> = capabilities.into_iter().collect();
+        let with = |prefix: &str| {
+            capabilities
+                .iter()
+                .filter(|c| c.starts_with(prefix) && **c != "secrets:exec")
+                .map(|c| (*c).to_owned())
+                .collect()
+        };
+        Self {
+            grants: with("emit:"),
+            secret_grants: with("secrets:"),
+        }
+    }
+
+    /// The grants an object of `kind` named `name` in `namespace` (`None`:
+    /// cluster-scoped) needs that this scope lacks, for a manifest whose
+    /// objects default to `home`.
+    pub fn missing(
+        &self,
+        kind: &str,
+        name: &str,
+        namespace: Option<&str>,
+        home: &str,
+    ) -> Vec<String> {
+        let mut needed = Vec::new();
+        match namespace {
+            Some(namespace) if namespace != home => {
+                needed.push(format!("emit:namespace:{namespace}"));
+            }
+            Some(_) => {}
+            None if kind == "Namespace" && name == home => {}
+            None if kind == "Namespace" => needed.push(format!("emit:namespace:{name}")),
+            None => needed.push(format!("emit:cluster:{kind}")),
+        }
+        if SENSITIVE_KINDS.contains(&kind) {
+            needed.push(format!("emit:kind:{kind}"));
+        }
+        needed.retain(|grant| !self.allows(grant));
+        needed
+    }
+
+    fn allows(&self, wanted: &str) -> bool {
+        let protected = wanted
+            .strip_prefix("emit:namespace:")
+            .is_some_and(|namespace| namespace.starts_with("kube-"));
+        self.grants
+            .iter()
+            .any(|grant| match grant.strip_suffix('*') {
+                Some(prefix) => !protected && wanted.starts_with(prefix),
+                None => grant == wanted,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_grants_only_the_manifests_namespace_is_in_scope() {
+        let none = EmitScope::default();
+        assert!(
+            none.missing("ConfigMap", "a", Some("apps"), "apps")
+                .is_empty()
+        );
+        assert!(none.missing("Namespace", "apps", None, "apps").is_empty());
+        assert_eq!(
+            none.missing("Secret", "a", Some("kube-system"), "apps"),
+            ["emit:namespace:kube-system"]
+        );
+        assert_eq!(
+            none.missing("ClusterRoleBinding", "x", None, "apps"),
+            [
+                "emit:cluster:ClusterRoleBinding",
+                "emit:kind:ClusterRoleBinding"
+            ]
+        );
+        assert_eq!(
+            none.missing("RoleBinding", "x", Some("apps"), "apps"),
+            ["emit:kind:RoleBinding"]
+        );
+    }
+
+    #[test]
+    fn grants_widen_the_scope_but_wildcards_skip_kube_namespaces() {
+        let scope = EmitScope::new(["emit:namespace:*", "emit:cluster:*", "exec:helm"]);
+        assert!(
+            scope
+                .missing("ConfigMap", "a", Some("other"), "apps")
+                .is_empty()
+        );
+        assert!(scope.missing("ClusterRole", "a", None, "apps").is_empty());
+        assert_eq!(
+            scope.missing("Secret", "a", Some("kube-system"), "apps"),
+            ["emit:namespace:kube-system"]
+        );
+        let scope = EmitScope::new(["emit:namespace:kube-system"]);
+        assert!(
+            scope
+                .missing("Secret", "a", Some("kube-system"), "apps")
+                .is_empty()
+        );
+    }
+
+    fn rendered(scope: Option<EmitScope>) -> Rendered {
+        Rendered {
+            manifest: "m".into(),
+            plugin: "p".into(),
+            plugin_version: "0.1.0".into(),
+            plugin_digest: String::new(),
+            objects: Vec::new(),
+            upstream: Vec::new(),
+            scope,
+        }
+    }
+
+    #[test]
+    fn a_third_party_plugin_references_only_the_secrets_it_is_granted() {
+        assert_eq!(rendered(None).may_reference("env", "CI_TOKEN"), Ok(()));
+        let none = rendered(Some(EmitScope::new(["secrets:exec"])));
+        assert_eq!(
+            none.may_reference("env", "CI_TOKEN"),
+            Err("secrets:env:CI_TOKEN".to_owned())
+        );
+        assert_eq!(
+            none.may_reference("vault", "a/b"),
+            Err("secrets:vault".to_owned())
+        );
+        let some = rendered(Some(EmitScope::new(["secrets:env:APP_*", "secrets:vault"])));
+        assert_eq!(some.may_reference("env", "APP_KEY"), Ok(()));
+        assert!(some.may_reference("env", "CI_TOKEN").is_err());
+        assert_eq!(some.may_reference("vault", "a/b"), Ok(()));
+    }
 }

@@ -98,6 +98,21 @@ pub enum OwnershipError {
         /// The manifest.
         manifest: String,
     },
+    /// A third-party plugin rendered an object outside what it may create.
+    #[error(
+        "manifest `{manifest}`: plugin `{plugin}` rendered {object}, which it may not create without {}; nothing was changed",
+        .needs.iter().map(|g| format!("`{g}`")).collect::<Vec<_>>().join(" and ")
+    )]
+    OutsideScope {
+        /// The object.
+        object: ObjectRef,
+        /// The manifest.
+        manifest: String,
+        /// The plugin that rendered it.
+        plugin: String,
+        /// The grants it lacks.
+        needs: Vec<String>,
+    },
 }
 
 impl Hint for OwnershipError {
@@ -112,6 +127,14 @@ impl Hint for OwnershipError {
             Self::Reserved { .. } => {
                 "give the object (or the manifest's `namespace:`) another namespace".into()
             }
+            Self::OutsideScope { plugin, needs, .. } => format!(
+                "if you trust plugin `{plugin}` to create it, add {} to its `grants` in `spec.plugins` (the plugin must request them too); see docs/security.md",
+                needs
+                    .iter()
+                    .map(|g| format!("`{g}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         })
     }
 }
@@ -164,6 +187,22 @@ impl Claims {
                         object: reference.clone(),
                         manifest: (*manifest).to_owned(),
                     });
+                }
+                if let Some(scope) = &rendered.scope {
+                    let needs = scope.missing(
+                        &reference.kind,
+                        &reference.name,
+                        reference.namespace.as_deref(),
+                        default_namespace.unwrap_or("default"),
+                    );
+                    if !needs.is_empty() {
+                        errors.push(OwnershipError::OutsideScope {
+                            object: reference.clone(),
+                            manifest: (*manifest).to_owned(),
+                            plugin: rendered.plugin.clone(),
+                            needs,
+                        });
+                    }
                 }
                 match claims.owners.get(&reference.key()) {
                     Some(first) if first != manifest => {
@@ -289,6 +328,7 @@ mod tests {
                 })
                 .collect(),
             upstream: Vec::new(),
+            scope: None,
         }
     }
 

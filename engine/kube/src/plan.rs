@@ -646,6 +646,7 @@ mod tests {
                 })
                 .collect(),
             upstream: Vec::new(),
+            scope: None,
         }
     }
 

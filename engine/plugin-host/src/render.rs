@@ -15,7 +15,7 @@ use serde_json::Value;
 use tazuna_core::config::Manifest;
 use tazuna_core::hint::Hint;
 use tazuna_core::lock::{Lockfile, SourcePin};
-pub use tazuna_core::render::{ClusterInfo, Object, Rendered};
+pub use tazuna_core::render::{ClusterInfo, EmitScope, Object, Rendered};
 
 use crate::host::{
     Diagnostic, HostError, PluginError, PluginHost, RenderRequest, Severity, SourcePlugin,
@@ -320,6 +320,7 @@ pub fn render_one(
         plugin_version: plugin.info().version.clone(),
         plugin_digest: plugin.digest().to_owned(),
         objects,
+        scope: (!plugin.is_builtin()).then(|| EmitScope::new(plugin.capabilities().iter())),
         upstream: output
             .resolved
             .into_iter()
@@ -486,6 +487,7 @@ mod tests {
             plugin_digest: String::new(),
             objects: Vec::new(),
             upstream,
+            scope: None,
         })
     }
 

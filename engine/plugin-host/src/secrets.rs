@@ -81,7 +81,33 @@ pub fn resolve_all(secrets: &ProviderSecrets, results: &mut [Result<Rendered, Re
     }
     let mut failed: BTreeMap<usize, String> = BTreeMap::new();
     let mut values: HashMap<(&str, &str), Vec<u8>> = HashMap::new();
+    // A third-party plugin does not decide where secrets go: its references
+    // resolve only with a grant, and none is resolved for a render that has
+    // one it may not use.
+    for item in &found {
+        let Ok(rendered) = &results[item.result] else {
+            continue;
+        };
+        if let Err(needed) = rendered.may_reference(&item.provider, &item.reference) {
+            failed.entry(item.result).or_insert_with(|| {
+                format!(
+                    "{}: `stringData.{}` refers to provider `{}`, which plugin `{}` may not use; if you trust it with that secret, add `{needed}` to its `grants` in `spec.plugins` (the plugin must request it too)",
+                    object_name(results, item),
+                    item.key,
+                    item.provider,
+                    rendered.plugin
+                )
+            });
+        }
+    }
     for (provider, items) in by_provider {
+        let items: Vec<&Found> = items
+            .into_iter()
+            .filter(|item| !failed.contains_key(&item.result))
+            .collect();
+        if items.is_empty() {
+            continue;
+        }
         let mut refs: Vec<String> = items.iter().map(|i| i.reference.clone()).collect();
         refs.sort();
         refs.dedup();

@@ -21,14 +21,20 @@ impl Capabilities {
         Self::default()
     }
 
-    /// The requested capabilities that some grant covers.
+    /// The intersection of what was requested and what was granted: each
+    /// request some grant covers, and each grant some request covers (a plugin
+    /// that requests `emit:kind:*` gets `emit:kind:RoleBinding` when only that
+    /// is granted).
     pub fn effective(requested: &[String], granted: &[String]) -> Self {
-        let effective = requested
+        let wanted = requested
             .iter()
-            .filter(|want| granted.iter().any(|grant| covers(grant, want)))
-            .cloned()
-            .collect();
-        Self { effective }
+            .filter(|want| granted.iter().any(|grant| covers(grant, want)));
+        let narrowed = granted
+            .iter()
+            .filter(|grant| requested.iter().any(|want| covers(want, grant)));
+        Self {
+            effective: wanted.chain(narrowed).cloned().collect(),
+        }
     }
 
     /// Whether `capability` is in effect.
@@ -89,6 +95,15 @@ mod tests {
         );
         assert!(caps.allows("exec:helm"));
         assert!(!caps.allows("artifacts:pull"));
+    }
+
+    #[test]
+    fn a_narrow_grant_of_a_wide_request_takes_effect_narrowly() {
+        let caps = Capabilities::effective(
+            &strings(&["emit:kind:*", "exec:helm"]),
+            &strings(&["emit:kind:RoleBinding"]),
+        );
+        assert_eq!(caps.iter().collect::<Vec<_>>(), ["emit:kind:RoleBinding"]);
     }
 
     #[test]

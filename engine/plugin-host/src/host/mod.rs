@@ -521,6 +521,11 @@ impl SourcePlugin {
         &self.capabilities
     }
 
+    /// Whether it is one of Tazuna's built-ins.
+    pub fn is_builtin(&self) -> bool {
+        self.builtin
+    }
+
     /// Whether loading compiled anything.
     pub fn provenance(&self) -> Provenance {
         self.provenance

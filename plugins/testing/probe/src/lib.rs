@@ -13,10 +13,14 @@
 //! | `{"action": "log"}`                      | logs one message at each level, then renders like `ok`      |
 //! | `{"action": "trap"}`                     | panics                                                      |
 //! | `{"action": "invalid-yaml"}`             | returns a document that is not valid YAML                   |
+//! | `{"action": "emit", "objects": [...]}`   | renders the given objects as they are (a plugin that reaches for cluster-admin) |
 //!
-//! It requests one capability, `exec:echo`, so tests can show both halves of the rule: a
-//! requested capability takes effect only once granted, and a grant of anything it did not
-//! request gives it nothing.
+//! It requests `exec:echo`, so tests can show both halves of the rule: a requested
+//! capability takes effect only once granted, and a grant of anything it did not request
+//! gives it nothing. It also requests every `emit:` scope (`emit:namespace:*`,
+//! `emit:namespace:kube-system`, `emit:cluster:*`, `emit:kind:*`), so what it may create
+//! is exactly what a test grants, and `secrets:env:*`, so which environment variables its
+//! Secrets may name is too.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -40,6 +44,7 @@ enum Action {
     Log,
     Trap,
     InvalidYaml,
+    Emit,
 }
 
 /// The probe's config block.
@@ -55,6 +60,9 @@ struct Config {
     /// Arguments for `exec`.
     #[serde(default)]
     args: Vec<String>,
+    /// The objects `emit` renders.
+    #[serde(default)]
+    objects: Vec<serde_json::Value>,
 }
 
 struct Probe;
@@ -66,6 +74,11 @@ impl SourcePlugin for Probe {
         PluginInfo::new("probe", env!("CARGO_PKG_VERSION"))
             .with_description("Misbehaves on request, to test the host's sandbox.")
             .with_capability("exec:echo")
+            .with_capability("emit:namespace:*")
+            .with_capability("emit:namespace:kube-system")
+            .with_capability("emit:cluster:*")
+            .with_capability("emit:kind:*")
+            .with_capability("secrets:env:*")
     }
 
     fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
@@ -90,6 +103,13 @@ impl SourcePlugin for Probe {
                 BTreeMap::from([("action".to_owned(), "log".to_owned())])
             }
             Action::Trap => panic!("probe: trap requested"),
+            Action::Emit => {
+                let mut documents = Vec::new();
+                for object in &config.objects {
+                    documents.push(Manifest::from_object(object)?.with_origin("emit"));
+                }
+                return Ok(RenderOutput::new(documents));
+            }
             Action::InvalidYaml => {
                 return Ok(RenderOutput::new(vec![
                     Manifest::new("kind: ConfigMap\nmetadata: {name: [unclosed\n")
