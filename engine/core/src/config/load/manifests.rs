@@ -48,6 +48,8 @@ pub(super) enum Nesting<'a> {
 }
 
 pub(super) struct Expander<'o> {
+    /// Includes must stay inside this directory (see `project_of`).
+    pub(super) project: PathBuf,
     pub(super) environment: Option<&'o str>,
     pub(super) plugin_names: BTreeSet<String>,
     pub(super) files: Vec<PathBuf>,
@@ -208,6 +210,21 @@ impl Expander<'_> {
             for (j, include) in includes.iter().enumerate() {
                 let at = doc.value_span(&includes_path.index(j).key("path"));
                 let file = join_clean(&doc.dir, Path::new(&include.path));
+                // Through symlinks too: an include never reads outside the project.
+                if let Ok(real) = std::fs::canonicalize(&file)
+                    && !real.starts_with(&self.project)
+                {
+                    return Err(ConfigError::Invalid {
+                        message: format!(
+                            "included file `{}` is outside this project (the root file's git repository, or its directory outside one)",
+                            include.path
+                        ),
+                        hint: Some(
+                            "includes never leave the project, through symlinks neither; copy the file into the project".to_owned(),
+                        ),
+                        at,
+                    });
+                }
                 let included = Document::read(&file, self.environment, Some(at))?;
                 self.files.push(file);
                 self.expand_included(&included)?;

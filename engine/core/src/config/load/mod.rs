@@ -36,6 +36,44 @@ use errors::*;
 use manifests::*;
 use spec::*;
 
+/// The largest config file read (a `tazuna.yaml` or an included file).
+pub const MAX_CONFIG_BYTES: u64 = 4 * 1024 * 1024;
+
+/// `file`'s text, if it is a regular file of at most [`MAX_CONFIG_BYTES`].
+/// Anything else (a device, a FIFO, `/proc` files that never end) is refused
+/// before it is read whole.
+fn read_bounded(file: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let handle = std::fs::File::open(file)?;
+    if !handle.metadata()?.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file; config files must be plain files",
+        ));
+    }
+    let mut text = String::new();
+    handle
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "larger than {} MiB; config files must be smaller",
+            MAX_CONFIG_BYTES / 1024 / 1024
+        )));
+    }
+    Ok(text)
+}
+
+/// The project a root file belongs to: its git repository, else its
+/// directory. Includes must stay inside it.
+fn project_of(root_file: &Path) -> PathBuf {
+    let dir =
+        std::fs::canonicalize(parent_dir(root_file)).unwrap_or_else(|_| parent_dir(root_file));
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(&dir)
+        .to_path_buf()
+}
+
 /// A parsed file: its text and index, its data, and the directory its paths are relative to.
 struct Document {
     source: Source,
@@ -51,7 +89,7 @@ impl Document {
         environment: Option<&str>,
         included_at: Option<Box<Span>>,
     ) -> Result<Self, ConfigError> {
-        let text = match std::fs::read_to_string(file) {
+        let text = match read_bounded(file) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return Err(match included_at {
@@ -326,6 +364,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
     let tests = build_tests(&doc, &spec_path.key("tests"), tests)?;
 
     let mut expander = Expander {
+        project: project_of(path),
         environment,
         plugin_names,
         files: vec![path.to_path_buf()],
