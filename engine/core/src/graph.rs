@@ -75,25 +75,48 @@ pub fn layers<N: Node>(manifests: &[N]) -> Vec<Vec<usize>> {
     if manifests.iter().all(|m| m.depends_on().is_empty()) {
         return (0..manifests.len()).map(|i| vec![i]).collect();
     }
-    let deps = edges(manifests);
-    let mut placed = vec![false; manifests.len()];
-    let mut remaining = manifests.len();
-    let mut layers = Vec::new();
-    while remaining > 0 {
-        let layer: Vec<usize> = (0..manifests.len())
-            .filter(|&i| !placed[i] && deps[i].iter().all(|&d| placed[d]))
-            .collect();
-        if layer.is_empty() {
-            layers.push((0..manifests.len()).filter(|&i| !placed[i]).collect());
-            break;
-        }
-        for &i in &layer {
-            placed[i] = true;
-        }
-        remaining -= layer.len();
-        layers.push(layer);
-    }
+    let (layers, _) = levels(&edges(manifests));
     layers
+}
+
+/// Kahn's algorithm by levels, linear in nodes plus edges: each node's layer
+/// is one past its deepest dependency's. Nodes on a cycle (never free) come
+/// last, in one layer. Also returns each node's layer.
+fn levels(deps: &[Vec<usize>]) -> (Vec<Vec<usize>>, Vec<usize>) {
+    let n = deps.len();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut waiting: Vec<usize> = vec![0; n];
+    for (i, node_deps) in deps.iter().enumerate() {
+        waiting[i] = node_deps.len();
+        for &d in node_deps {
+            dependents[d].push(i);
+        }
+    }
+    let mut level = vec![usize::MAX; n];
+    let mut layers = Vec::new();
+    let mut current: Vec<usize> = (0..n).filter(|&i| waiting[i] == 0).collect();
+    while !current.is_empty() {
+        let mut next = Vec::new();
+        for &u in &current {
+            level[u] = layers.len();
+            for &v in &dependents[u] {
+                waiting[v] -= 1;
+                if waiting[v] == 0 {
+                    next.push(v);
+                }
+            }
+        }
+        next.sort_unstable();
+        layers.push(std::mem::replace(&mut current, next));
+    }
+    let stuck: Vec<usize> = (0..n).filter(|&i| waiting[i] > 0).collect();
+    if !stuck.is_empty() {
+        for &i in &stuck {
+            level[i] = layers.len();
+        }
+        layers.push(stuck);
+    }
+    (layers, level)
 }
 
 /// The layers flattened: one deterministic order that respects every dependency.
@@ -105,22 +128,8 @@ pub fn order<N: Node>(manifests: &[N]) -> Vec<usize> {
 /// declared): the deepest in the dependency graph first, and among equals the
 /// last declared first, so nothing goes before what depends on it.
 pub fn teardown<N: Node>(nodes: &[N]) -> Vec<usize> {
-    let deps = edges(nodes);
-    let mut depth = vec![0usize; nodes.len()];
-    for _ in 0..nodes.len() {
-        let mut changed = false;
-        for (i, node_deps) in deps.iter().enumerate() {
-            for &d in node_deps {
-                if depth[i] < depth[d] + 1 {
-                    depth[i] = depth[d] + 1;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    // A node's depth is its layer: one past its deepest dependency's.
+    let (_, depth) = levels(&edges(nodes));
     let mut order: Vec<usize> = (0..nodes.len()).collect();
     order.sort_by(|&a, &b| depth[b].cmp(&depth[a]).then(b.cmp(&a)));
     order

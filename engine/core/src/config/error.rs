@@ -34,7 +34,7 @@ pub struct Span {
     /// How many characters to underline (at least one).
     pub width: usize,
     /// The whole source line that `location.line` names.
-    pub source_line: String,
+    pub source_line: std::sync::Arc<str>,
 }
 
 /// Why a `tazuna.yaml` could not be loaded or used.
@@ -522,12 +522,28 @@ impl ConfigError {
     }
 }
 
+/// The most characters of a source line an excerpt shows.
+const EXCERPT_CHARS: usize = 120;
+
 fn render_span(span: &Span) -> String {
     let line_no = span.location.line.to_string();
     let pad = " ".repeat(line_no.len() + 1);
-    let text = span.source_line.replace('\t', " ");
+    let mut text = span.source_line.replace('\t', " ");
+    let mut column = span.location.column.max(1);
+    // A long line (a minified file, a flow sequence of thousands) shows only
+    // the stretch around the column.
+    if text.chars().count() > EXCERPT_CHARS {
+        let start = column.saturating_sub(EXCERPT_CHARS / 2 + 1);
+        let window: String = text.chars().skip(start).take(EXCERPT_CHARS).collect();
+        let (lead, more) = (start > 0, start + EXCERPT_CHARS < text.chars().count());
+        text = format!(
+            "{}{window}{}",
+            if lead { "…" } else { "" },
+            if more { "…" } else { "" }
+        );
+        column = column - start + usize::from(lead);
+    }
     let line_len = text.chars().count();
-    let column = span.location.column.max(1);
     // Keep the underline on the line, but never shorter than one caret.
     let width = span.width.min(line_len.saturating_sub(column - 1)).max(1);
     let mut out = String::new();
@@ -602,12 +618,40 @@ mod tests {
                     column: 7,
                 },
                 width: 4,
-                source_line: "    - nmae: argocd".to_owned(),
+                source_line: "    - nmae: argocd".into(),
             }),
         };
         assert_eq!(
             err.render(),
             "error: unknown field `nmae` in manifest\n  --> examples/bad/tazuna.yaml:7:7\n   |\n 7 |     - nmae: argocd\n   |       ^^^^\nhint: did you mean `name`?\n"
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_shown_around_its_column() {
+        let line = format!("    dependsOn: [{}nope]", "m1, ".repeat(100));
+        let column = line.find("nope").unwrap() + 1;
+        let span = Span {
+            location: Location {
+                file: PathBuf::from("t.yaml"),
+                line: 3,
+                column,
+            },
+            width: 4,
+            source_line: line.as_str().into(),
+        };
+        let shown = render_span(&span);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(
+            lines[2].starts_with(" 3 | …") && lines[2].ends_with("nope]"),
+            "{shown}"
+        );
+        assert!(lines[2].chars().count() < EXCERPT_CHARS + 10, "{shown}");
+        let caret = lines[3].find('^').unwrap();
+        assert_eq!(
+            &lines[2][lines[2].char_indices().nth(caret).unwrap().0..][..4],
+            "nope",
+            "{shown}"
         );
     }
 }

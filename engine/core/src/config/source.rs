@@ -92,12 +92,20 @@ pub(crate) struct Source {
     pub(crate) file: PathBuf,
     text: String,
     index: HashMap<YamlPath, Entry>,
+    /// The text's lines, shared by every span that quotes one.
+    lines: Vec<std::sync::Arc<str>>,
 }
 
 impl Source {
     pub(crate) fn new(file: PathBuf, text: String) -> Self {
         let index = build_index(&text);
-        Self { file, text, index }
+        let lines = text.lines().map(std::sync::Arc::from).collect();
+        Self {
+            file,
+            text,
+            index,
+            lines,
+        }
     }
 
     /// The text as parsed (after `{{ .Environment }}` substitution).
@@ -129,7 +137,11 @@ impl Source {
     /// A span at a 1-based line and column, as serde_yaml reports syntax errors.
     pub(crate) fn span_at(&self, line: usize, column: usize, width: usize) -> Box<Span> {
         let line = line.max(1);
-        let source_line = self.text.lines().nth(line - 1).unwrap_or("").to_owned();
+        let source_line = self
+            .lines
+            .get(line - 1)
+            .cloned()
+            .unwrap_or_else(|| "".into());
         Box::new(Span {
             location: Location {
                 file: self.file.clone(),
@@ -145,6 +157,9 @@ impl Source {
         self.span_at(mark.line, mark.col + 1, mark.width)
     }
 }
+
+/// The deepest nesting the position index describes.
+const MAX_INDEX_DEPTH: usize = 64;
 
 fn build_index(text: &str) -> HashMap<YamlPath, Entry> {
     let mut builder = IndexBuilder {
@@ -279,6 +294,15 @@ impl MarkedEventReceiver for IndexBuilder {
                     let mark = self.mark(marker, 1);
                     self.record(path, key, Some(mark));
                 }
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..)
+                if self.stack.len() >= MAX_INDEX_DEPTH =>
+            {
+                // Deeper than any config needs: not indexed (errors there point
+                // at the nearest indexed ancestor), so a file of nested `- - -`
+                // costs no more than its size.
+                let _ = self.place_node();
+                self.skip_depth = 1;
             }
             Event::MappingStart(..) | Event::SequenceStart(..) => {
                 let is_mapping = matches!(ev, Event::MappingStart(..));

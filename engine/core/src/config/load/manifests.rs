@@ -512,6 +512,7 @@ pub(super) fn check_names(claims: &[Claim]) -> Result<(), ConfigError> {
 
 pub(super) fn check_dependencies(entries: &[Entry]) -> Result<(), ConfigError> {
     let names: Vec<&str> = entries.iter().map(|e| e.manifest.name.as_str()).collect();
+    let known: std::collections::HashSet<&str> = names.iter().copied().collect();
     for entry in entries {
         let name = &entry.manifest.name;
         for (target, at) in entry.manifest.depends_on.iter().zip(&entry.depends_at) {
@@ -521,7 +522,7 @@ pub(super) fn check_dependencies(entries: &[Entry]) -> Result<(), ConfigError> {
                     at: Box::new(at.clone()),
                 });
             }
-            if !names.contains(&target.as_str()) {
+            if !known.contains(target.as_str()) {
                 return Err(ConfigError::UnknownDependency {
                     name: name.clone(),
                     target: target.clone(),

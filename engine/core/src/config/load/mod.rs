@@ -488,7 +488,7 @@ mod tests {
                 column,
             },
             width: 9,
-            source_line: line.to_owned(),
+            source_line: line.into(),
         };
         let columns = |line: &str, column, expression, position| {
             let mut at = span(line, column);
