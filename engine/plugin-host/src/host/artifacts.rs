@@ -160,11 +160,17 @@ async fn fetch(
         )));
     }
     for layer in layers {
-        let mut blob = Vec::new();
-        client
-            .pull_blob(&reference, layer, &mut blob)
-            .await
-            .map_err(|e| network("cannot pull a layer of", &e))?;
+        // Never more than the manifest declares, whatever the registry sends.
+        let declared = u64::try_from(layer.size.max(0)).unwrap_or(0);
+        let mut blob = Capped::new(declared);
+        let pulled = client.pull_blob(&reference, layer, &mut blob).await;
+        if blob.over {
+            return Err(PluginError::Other(format!(
+                "a layer of `oci://{reference}` is larger than the {declared} bytes its manifest declares; refused"
+            )));
+        }
+        pulled.map_err(|e| network("cannot pull a layer of", &e))?;
+        let blob = blob.bytes;
         if distribution::sha256(&blob) != layer.digest {
             return Err(PluginError::Other(format!(
                 "a layer of `oci://{reference}` does not match its digest `{}`",
@@ -194,6 +200,54 @@ async fn fetch(
         }
     }
     Ok(digest)
+}
+
+/// A sink that keeps at most `limit` bytes and fails the write past it.
+struct Capped {
+    bytes: Vec<u8>,
+    limit: u64,
+    over: bool,
+}
+
+impl Capped {
+    fn new(limit: u64) -> Self {
+        Self {
+            bytes: Vec::new(),
+            limit,
+            over: false,
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Capped {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.bytes.len() as u64 + data.len() as u64 > self.limit {
+            self.over = true;
+            return std::task::Poll::Ready(Err(std::io::Error::other(
+                "more bytes than the manifest declares",
+            )));
+        }
+        self.bytes.extend_from_slice(data);
+        std::task::Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
 }
 
 /// `dir/name`, if `name` is a relative path that stays inside `dir`.
@@ -240,6 +294,22 @@ fn unpack(blob: &[u8], dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_blob_larger_than_declared_is_cut_off_at_the_declared_size() {
+        use tokio::io::AsyncWriteExt as _;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut sink = Capped::new(4);
+        let wrote = runtime.block_on(sink.write_all(b"12345678"));
+        assert!(wrote.is_err());
+        assert!(sink.over);
+        assert!(sink.bytes.len() <= 4);
+        let mut fits = Capped::new(8);
+        runtime.block_on(fits.write_all(b"12345678")).unwrap();
+        assert_eq!(fits.bytes, b"12345678");
+    }
 
     fn tar_gz(entries: &[(&str, &[u8])]) -> Vec<u8> {
         let mut builder = tar::Builder::new(Vec::new());
