@@ -101,6 +101,16 @@ pub enum PluginLoadError {
         /// The digest of the bytes found.
         actual: String,
     },
+    /// The component calls itself by another name than its declaration.
+    #[error(
+        "plugin `{name}`: the component says it is plugin `{reported}`; nothing was loaded\nhint: a declaration (and the pin in tazuna.lock) names one plugin; if `{reported}` is the plugin you want, declare it under its own name, and check tazuna.lock: an edited digest can point at another component"
+    )]
+    NameMismatch {
+        /// The declared name.
+        name: String,
+        /// What the component reports.
+        reported: String,
+    },
     /// The plugin's version does not meet the constraint.
     #[error("plugin `{name}`: version `{actual}` does not satisfy `{wanted}`")]
     Version {
@@ -406,6 +416,12 @@ fn check_declared(
                 missing,
             });
         }
+    }
+    if info.name != decl.name {
+        return Err(PluginLoadError::NameMismatch {
+            name: decl.name.clone(),
+            reported: info.name.clone(),
+        });
     }
     Ok(())
 }
