@@ -114,7 +114,7 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
         &example,
         &format!("oci://{host}/plugins/configmap:0.1.0"),
     );
-    push(
+    let probe_digest = push(
         root,
         &cache,
         &probe,
@@ -205,6 +205,35 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
         lock(root)["plugins"]["configmap"]["componentDigest"],
         sha256_file(&example).as_str()
     );
+
+    // A hand-edited tazuna.lock that points both digests at that other
+    // component, now in the cache: refused, warm. Pointing only the component
+    // digest at it: refused too, since the cache did not pull it by the pinned
+    // manifest digest.
+    std::fs::write(
+        root.join("tazuna.yaml"),
+        config(&registry, ">=0.1, <0.2", ""),
+    )
+    .unwrap();
+    let pinned = std::fs::read_to_string(root.join("tazuna.lock")).unwrap();
+    let swapped = pinned
+        .replace(&digest, &probe_digest)
+        .replace(&sha256_file(&example), &sha256_file(&probe));
+    std::fs::write(root.join("tazuna.lock"), &swapped).unwrap();
+    let stderr = fail(tazuna(root, &cache).arg("build"));
+    assert!(
+        stderr.contains("plugin `configmap`: the component says it is plugin `probe`"),
+        "{stderr}"
+    );
+    let component_only = pinned.replace(&sha256_file(&example), &sha256_file(&probe));
+    std::fs::write(root.join("tazuna.lock"), &component_only).unwrap();
+    let stderr = fail(tazuna(root, &cache).arg("build"));
+    assert!(
+        stderr.contains("plugin `configmap`: digest mismatch: tazuna.lock pins")
+            && stderr.contains("the component pulled by the pinned manifest digest"),
+        "{stderr}"
+    );
+    std::fs::write(root.join("tazuna.lock"), &pinned).unwrap();
 
     // Back to 0.1.0 for the offline part.
     std::fs::write(
