@@ -101,6 +101,29 @@ impl Config {
                 ),
             _ => {}
         }
+        // User strings go to helm as arguments: none may read as a flag.
+        if let Some(name) = &self.release_name
+            && !is_release_name(name)
+        {
+            found.push(
+                Diagnostic::error(format!(
+                    "`releaseName: {name}` is not a release name helm takes: lowercase letters, digits, `-` and `.`, starting and ending with a letter or digit, at most 53 characters"
+                ))
+                .at("/releaseName"),
+            );
+        }
+        for (field, value) in [("chart", &self.chart), ("version", &self.version)] {
+            if let Some(value) = value
+                && value.starts_with('-')
+            {
+                found.push(
+                    Diagnostic::error(format!(
+                        "`{field}: {value}` starts with `-`, which helm would take as a flag"
+                    ))
+                    .at(format!("/{field}")),
+                );
+            }
+        }
         if self.chart.is_some() && self.version.as_deref().is_none_or(str::is_empty) {
             found.push(
                 Diagnostic::error(
@@ -154,12 +177,49 @@ impl Config {
     }
 }
 
+/// Whether helm takes `name` as a release name (DNS-1123 subdomain, 53 at most).
+fn is_release_name(name: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !name.is_empty()
+        && name.len() <= 53
+        && name.split('.').all(|part| {
+            part.starts_with(alnum)
+                && part.ends_with(alnum)
+                && part.chars().all(|c| alnum(c) || c == '-')
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn config(json: &str) -> Config {
         serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn user_strings_that_read_as_flags_are_refused() {
+        let said = |json: &str| {
+            config(json)
+                .check()
+                .into_iter()
+                .map(|d| d.message)
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        assert!(
+            said(r#"{"releaseName": "--set-file=x=/proc/1/environ"}"#)
+                .contains("not a release name")
+        );
+        assert!(said(r#"{"releaseName": "Hello"}"#).contains("not a release name"));
+        assert_eq!(said(r#"{"releaseName": "hello-1.web"}"#), "");
+        assert!(
+            said(r#"{"chart": "--repo=http://x", "repo": "acme", "version": "1"}"#)
+                .contains("starts with `-`")
+        );
+        assert!(
+            said(r#"{"chart": "oci://r/c", "version": "--devel"}"#).contains("starts with `-`")
+        );
     }
 
     fn request(path: Option<&str>) -> RenderRequest {
