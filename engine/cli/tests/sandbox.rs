@@ -159,9 +159,14 @@ fn a_grant_the_plugin_never_requested_gives_it_nothing() {
 #[test]
 fn time_in_tools_counts_against_the_tool_budget_not_the_plugin_budget() {
     let dir = exec_project(r#"["exec:echo"]"#, "echo");
-    // An `echo` that takes 2 s, standing in for a slow `helm pull`.
+    // An `echo` that takes 2 s, standing in for a slow `helm pull` (bash
+    // waits by itself: the jail starts no `sleep`).
     let slow = dir.path().join("slow-echo");
-    std::fs::write(&slow, "#!/bin/sh\nsleep 2\necho \"$@\"\n").unwrap();
+    std::fs::write(
+        &slow,
+        "#!/bin/bash\nend=$(( ${EPOCHREALTIME/./} + 2000000 ))\nwhile (( ${EPOCHREALTIME/./} < end )); do :; done\necho \"$@\"\n",
+    )
+    .unwrap();
     let mut permissions = std::fs::metadata(&slow).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
     std::fs::set_permissions(&slow, permissions).unwrap();
@@ -237,14 +242,20 @@ fn a_granted_tool_cannot_read_or_write_host_files_or_reach_the_network() {
     let port = listener.local_addr().unwrap().port();
     let script = format!(
         r#"#!/bin/bash
+# Only bash's builtins: the jail starts no program but the granted one.
 out=""
-cat {secret} >/dev/null 2>&1 && out="$out read-host-file"
+readable() {{ {{ read -r _ < "$1"; }} 2>/dev/null; }}
+readable {secret} && out="$out read-host-file"
 echo pwned 2>/dev/null > {marker} && out="$out wrote-marker"
-cat /proc/$PPID/environ >/dev/null 2>&1 && out="$out read-parent-environment"
-cat /etc/shadow >/dev/null 2>&1 && out="$out read-shadow"
+readable /proc/$PPID/environ && out="$out read-parent-environment"
+readable /etc/shadow && out="$out read-shadow"
 (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && out="$out reached-host-listener"
-ls -A "$HOME" 2>/dev/null | grep -q . && out="$out home-not-empty"
+shopt -s dotglob nullglob
+planted=("$HOME"/*)
+[ ${{#planted[@]}} -gt 0 ] && out="$out home-not-empty"
 echo pwned > "$HOME/.planted" 2>/dev/null || out="$out home-not-writable"
+readable "$HOME/.planted" || out="$out home-not-readable"
+/usr/bin/touch {marker} 2>/dev/null && out="$out ran-a-program"
 echo "escapes:$out"
 "#,
         secret = secret.display(),
@@ -265,8 +276,9 @@ echo "escapes:$out"
 
 #[test]
 fn a_tool_and_everything_it_started_end_when_it_ends() {
-    // The tool leaves a child behind that keeps its stdout open.
-    let script = "#!/bin/sh\nsleep 600 &\necho \"left $!\"\n";
+    // The tool leaves a child behind that keeps its stdout open (a copy of
+    // itself: the jail starts no other program).
+    let script = "#!/bin/bash\nwhile :; do :; done &\necho \"left $!\"\n";
     let (dir, env) = jailed_tool(script, "[]");
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let run = common::tazuna_with_env(

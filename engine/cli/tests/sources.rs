@@ -665,6 +665,46 @@ spec:
         "{}",
         text(&missing)
     );
+
+    // A helmfile from a registry is data too: one that calls `exec` is refused.
+    let marker = root.join("pwned");
+    write(
+        root,
+        "push/platform/helmfile.yaml.gotmpl",
+        &format!(
+            "releases:\n  - name: bundled\n    chart: ./charts/hello\n    values:\n      - message: {{{{ exec \"/bin/sh\" (list \"-c\" \"echo pwned > {}\") }}}}\n",
+            marker.display()
+        ),
+    );
+    succeed(
+        Command::new(&oras)
+            .current_dir(root.join("push"))
+            .env("HOME", root)
+            .args([
+                "push",
+                "--plain-http",
+                &format!("{host}/platform/helmfile:2.0.0"),
+                "platform",
+            ]),
+    );
+    edit(&project.join("tazuna.yaml"), "plain:9.9.9", "plain:1.0.0");
+    edit(
+        &project.join("tazuna.yaml"),
+        "helmfile:1.0.0",
+        "helmfile:2.0.0",
+    );
+    let refused = output(tazuna(&tools, &project).arg("build"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("manifest `platform`")
+            && stderr.contains(
+                "platform/helmfile.yaml.gotmpl` line 5 calls `exec`, which runs a program"
+            ),
+        "{}",
+        text(&refused)
+    );
+    assert!(!marker.exists(), "a program in a pulled helmfile ran");
 }
 
 #[test]
@@ -1003,4 +1043,99 @@ spec:
         lock.contains("acme/hello") && lock.contains("0.1.0"),
         "{lock}"
     );
+}
+
+/// A helmfile project whose helmfile is `helmfile`, with the test chart beside it.
+fn helmfile_project(helmfile: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    copy_dir(&chart(), &root.join("platform/charts/hello"));
+    write(root, "platform/helmfile.yaml.gotmpl", helmfile);
+    write(
+        root,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: platform
+      type: helmfile
+      path: platform
+      namespace: hello
+",
+    );
+    dir
+}
+
+#[test]
+fn repository_content_that_would_run_a_program_is_refused_and_runs_nothing() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let marker = outside.path().join("pwned");
+    let shell = format!("(list \"-c\" \"echo pwned > {}\")", marker.display());
+    let release = "releases:\n  - name: app\n    chart: ./charts/hello\n";
+    for (helmfile, said) in [
+        (
+            format!("{release}    values:\n      - message: {{{{ exec \"/bin/sh\" {shell} }}}}\n"),
+            "`platform/helmfile.yaml.gotmpl` line 5 calls `exec`, which runs a program",
+        ),
+        (
+            format!("helmBinary: /bin/sh\n{release}"),
+            "`platform/helmfile.yaml.gotmpl` line 1 sets `helmBinary`, which names the program helmfile runs as helm",
+        ),
+        (
+            format!("{release}    hooks:\n      - events: [prepare]\n        command: /bin/sh\n"),
+            "line 4 sets `hooks`, which runs programs at helmfile's events",
+        ),
+    ] {
+        let dir = helmfile_project(&helmfile);
+        let run = output(tazuna(&tools, dir.path()).arg("build"));
+        assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            stderr.contains("manifest `platform`") && stderr.contains(said),
+            "{said}: {}",
+            text(&run)
+        );
+        assert!(!marker.exists(), "{said}: a program ran");
+    }
+    // A call the check cannot see (the name built at render time by `tpl`)
+    // meets the jail, which starts no program but the granted tools.
+    let hidden = format!(
+        "{release}    values:\n      - message: {{{{ tpl (printf \"{{{{ ex%s \\\"/bin/sh\\\" {} }}}}\" \"ec\") . }}}}\n",
+        shell.replace('"', "\\\"")
+    );
+    let dir = helmfile_project(&hidden);
+    let run = output(tazuna(&tools, dir.path()).arg("build"));
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    assert!(
+        String::from_utf8_lossy(&run.stderr).contains("permission denied"),
+        "{}",
+        text(&run)
+    );
+    assert!(!marker.exists(), "a program ran through `tpl`");
+
+    // A link in a chart that leads out of it (here to a file elsewhere in the
+    // project) is refused before helm follows it.
+    let dir = project();
+    let root = dir.path();
+    write(root, "secret.env", "TOKEN=from-the-repository-root\n");
+    std::os::unix::fs::symlink(
+        "../../../secret.env",
+        root.join("charts/hello/templates/leak.yaml"),
+    )
+    .unwrap();
+    let run = output(tazuna(&tools, root).arg("build"));
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("manifest `hello`")
+            && stderr.contains("`charts/hello/templates/leak.yaml` is a symbolic link to")
+            && stderr.contains("outside `charts/hello`"),
+        "{}",
+        text(&run)
+    );
+    assert!(!stderr.contains("from-the-repository-root"), "{stderr}");
 }

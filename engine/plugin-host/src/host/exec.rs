@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use super::bindings::exec::{Command as ExecCommand, Output};
 use super::bindings::types::PluginError;
 use super::capabilities::Capabilities;
+use super::content;
 use super::jail::{self, Endpoint, Policy};
 
 /// The most output kept from one stream of one tool run.
@@ -180,8 +181,9 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         ))
     })?;
     let mut args = Vec::with_capacity(command.args.len());
+    let mut named = Vec::new();
     for arg in &command.args {
-        args.push(map_argument(ctx.mounts, arg).ok_or_else(|| {
+        args.push(map_argument(ctx.mounts, arg, &mut named).ok_or_else(|| {
             PluginError::CapabilityDenied(format!(
                 "plugin `{}` passed `{arg}` to `{tool}`: tools see only paths under {}",
                 ctx.plugin,
@@ -201,6 +203,18 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
             .map(|m| m.host.clone())
             .unwrap_or_else(std::env::temp_dir),
     };
+    // Relative pieces name files in the working directory, if anything.
+    let named: Vec<PathBuf> = named
+        .into_iter()
+        .map(|path| cwd.join(path))
+        .filter(|path| path.symlink_metadata().is_ok())
+        .collect();
+    content::check(tool, ctx.mounts, &named).map_err(|problem| {
+        PluginError::CapabilityDenied(format!(
+            "plugin `{}` cannot hand `{tool}` its input: {problem}",
+            ctx.plugin
+        ))
+    })?;
     let timeout = command
         .timeout_ms
         .map(|ms| Duration::from_millis(u64::from(ms)))
@@ -250,7 +264,7 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
             .map(|m| m.host.clone()),
     );
     let policy = Policy {
-        programs: tool_dirs(ctx.capabilities, &binary),
+        programs: tool_binaries(ctx.capabilities, &binary),
         read: ctx
             .mounts
             .iter()
@@ -397,22 +411,20 @@ fn op_config_dir() -> Option<PathBuf> {
         .filter(|dir| dir.is_dir())
 }
 
-/// The directories of the tool and of every tool the plugin may run.
-fn tool_dirs(capabilities: &Capabilities, binary: &Path) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = capabilities
+/// The binaries of the tool and of every other tool the plugin may run (so
+/// `helmfile` may start `helm`): the only programs its jail lets start.
+fn tool_binaries(capabilities: &Capabilities, binary: &Path) -> Vec<PathBuf> {
+    let mut binaries: Vec<PathBuf> = capabilities
         .iter()
         .filter_map(|capability| capability.strip_prefix("exec:"))
         .filter(|tool| !tool.contains('*'))
         .filter_map(locate)
         .chain(std::iter::once(binary.to_owned()))
-        .filter_map(|binary| {
-            let real = std::fs::canonicalize(&binary).unwrap_or(binary);
-            real.parent().map(Path::to_path_buf)
-        })
+        .map(|binary| std::fs::canonicalize(&binary).unwrap_or(binary))
         .collect();
-    dirs.sort();
-    dirs.dedup();
-    dirs
+    binaries.sort();
+    binaries.dedup();
+    binaries
 }
 
 /// One tool run's own home: empty but for copies of the registry logins and
@@ -680,8 +692,9 @@ pub fn to_host(mounts: &[Mount], guest: &str) -> Option<PathBuf> {
 
 /// `arg` with every guest path in it (the whole argument, or a piece after
 /// `=` or `,`) made a host path; `None` if a piece is another absolute path
-/// or climbs with `..`.
-fn map_argument(mounts: &[Mount], arg: &str) -> Option<String> {
+/// or climbs with `..`. Each piece that may name a file (a host path, or a
+/// relative one) is added to `named`.
+fn map_argument(mounts: &[Mount], arg: &str, named: &mut Vec<PathBuf>) -> Option<String> {
     let mut mapped = String::with_capacity(arg.len());
     let mut rest = arg;
     loop {
@@ -694,9 +707,14 @@ fn map_argument(mounts: &[Mount], arg: &str) -> Option<String> {
             return None;
         }
         if piece.starts_with('/') {
-            mapped.push_str(&to_host(mounts, piece)?.display().to_string());
+            let host = to_host(mounts, piece)?;
+            mapped.push_str(&host.display().to_string());
+            named.push(host);
         } else {
             mapped.push_str(piece);
+            if !piece.is_empty() && !piece.starts_with('-') {
+                named.push(PathBuf::from(piece));
+            }
         }
         match rest[end..].chars().next() {
             Some(separator) => {
@@ -763,7 +781,7 @@ mod tests {
 
     #[test]
     fn arguments_with_guest_paths_are_rewritten() {
-        let map = |arg: &str| map_argument(&mounts(), arg);
+        let map = |arg: &str| map_argument(&mounts(), arg, &mut Vec::new());
         assert_eq!(
             map("/manifest/chart").as_deref(),
             Some("/home/me/cluster/chart")
@@ -788,7 +806,7 @@ mod tests {
 
     #[test]
     fn host_paths_and_climbing_in_arguments_are_refused() {
-        let map = |arg: &str| map_argument(&mounts(), arg);
+        let map = |arg: &str| map_argument(&mounts(), arg, &mut Vec::new());
         assert_eq!(map("--set-file=x=/proc/1/environ"), None);
         assert_eq!(map("/etc/passwd"), None);
         assert_eq!(map("--values=../../root/.docker/config.json"), None);

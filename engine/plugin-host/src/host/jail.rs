@@ -7,11 +7,14 @@
 //!    forwarder listens for each endpoint the manifest names: the same port
 //!    on loopback for a loopback endpoint, and one CONNECT proxy
 //!    (`HTTPS_PROXY`) that lets through only the named hosts for the others;
-//! 2. restricts itself with Landlock: read and execute on the tool's directory
-//!    and the system's program and certificate directories, read on the
-//!    manifest directory, read and write on the call's scratch directory and
-//!    its private home, TCP only to the forwarders, no signals to and no
-//!    abstract sockets of processes outside the jail.
+//! 2. restricts itself with Landlock: execute on the granted tools' binaries
+//!    alone (and what each needs to start: its dynamic loader, or the
+//!    interpreter its `#!` line names), read on the system's library,
+//!    certificate and name-service files, read on the manifest directory,
+//!    read and write on the call's scratch directory and its private home,
+//!    TCP only to the forwarders, no signals to and no abstract sockets of
+//!    processes outside the jail. No other program can be started, and the
+//!    system's program directories cannot even be read.
 //!
 //! The child inherits both, and starts in a process group of its own so a
 //! timeout kills everything it started. The thread ends once the tool has
@@ -29,14 +32,16 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-/// Directories every tool may read and execute from (programs, libraries,
-/// certificates, name service files).
+/// What every tool may read (libraries, shared data, certificates, name
+/// service files). Not the program directories (`/usr/bin`, `/bin`…): a
+/// dynamic loader could run what it can read.
 const SYSTEM_READ: &[&str] = &[
-    "/usr",
     "/lib",
     "/lib64",
-    "/bin",
-    "/sbin",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/share",
+    "/etc/ld.so.cache",
     "/etc/ssl",
     "/etc/ca-certificates",
     "/etc/pki",
@@ -79,7 +84,8 @@ impl std::fmt::Display for Endpoint {
 /// What one tool run may touch.
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
-    /// Read and execute (the tool's directory, the other granted tools').
+    /// The only programs that may be started: the tool and the other granted
+    /// tools (each with what it needs to start, see [`starters`]).
     pub programs: Vec<PathBuf>,
     /// Read only (the manifest directory).
     pub read: Vec<PathBuf>,
@@ -260,10 +266,17 @@ fn restrict(policy: &Policy, ports: &[u16]) -> Result<(), String> {
             .handle_access(AccessNet::from_all(abi))?
             .scope(Scope::from_all(abi))?
             .create()?;
-        let read = AccessFs::from_read(abi);
+        let read = AccessFs::ReadFile | AccessFs::ReadDir;
+        let mut programs = Vec::new();
+        for program in &policy.programs {
+            starters(program, &mut programs, 0);
+        }
         let mut ruleset = ruleset
             .add_rules(path_beneath_rules(SYSTEM_READ, read))?
-            .add_rules(path_beneath_rules(&policy.programs, read))?
+            .add_rules(path_beneath_rules(
+                &programs,
+                AccessFs::Execute | AccessFs::ReadFile,
+            ))?
             .add_rules(path_beneath_rules(&policy.read, read))?
             .add_rules(path_beneath_rules(
                 DEVICES,
@@ -280,6 +293,77 @@ fn restrict(policy: &Policy, ports: &[u16]) -> Result<(), String> {
         Ok(_) => Err("no Landlock (the kernel has it disabled or is older than 5.19)".into()),
         Err(error) => Err(format!("no Landlock: {error}")),
     }
+}
+
+/// `program` and what starting it executes too, into `found`: the dynamic
+/// loader an ELF file names (`PT_INTERP`), or the interpreter of a `#!`
+/// line (and, for `#!/usr/bin/env name`, the program `name` found on the
+/// system's `PATH`), and theirs in turn.
+fn starters(program: &std::path::Path, found: &mut Vec<PathBuf>, depth: usize) {
+    let Ok(real) = std::fs::canonicalize(program) else {
+        return;
+    };
+    if found.contains(&real) {
+        return;
+    }
+    found.push(real.clone());
+    if depth >= 4 {
+        return;
+    }
+    let Ok(file) = std::fs::File::open(&real) else {
+        return;
+    };
+    let mut head = [0u8; 256];
+    let read = std::os::unix::fs::FileExt::read_at(&file, &mut head, 0).unwrap_or(0);
+    let head = &head[..read];
+    if let Some(line) = head.strip_prefix(b"#!") {
+        let line = line.split(|b| *b == b'\n').next().unwrap_or_default();
+        let line = String::from_utf8_lossy(line);
+        let mut words = line.split_whitespace();
+        if let Some(interpreter) = words.next() {
+            starters(interpreter.as_ref(), found, depth + 1);
+            if interpreter.ends_with("/env")
+                && let Some(name) = words.find(|word| !word.starts_with('-'))
+                && let Some(path) = ["/usr/local/bin", "/usr/bin", "/bin"]
+                    .iter()
+                    .map(|dir| std::path::Path::new(dir).join(name))
+                    .find(|path| path.is_file())
+            {
+                starters(&path, found, depth + 1);
+            }
+        }
+    } else if let Some(interpreter) = elf_interpreter(&file, head) {
+        starters(&interpreter, found, depth + 1);
+    }
+}
+
+/// The `PT_INTERP` path of a 64-bit little-endian ELF file, if it has one.
+fn elf_interpreter(file: &std::fs::File, head: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::fs::FileExt;
+    if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
+        return None;
+    }
+    let u16_at = |at: usize| u16::from_le_bytes([head[at], head[at + 1]]);
+    let table = u64::from_le_bytes(head[0x20..0x28].try_into().ok()?);
+    let size = u64::from(u16_at(0x36));
+    let count = u64::from(u16_at(0x38)).min(256);
+    for index in 0..count {
+        let mut entry = [0u8; 56];
+        file.read_exact_at(&mut entry, table.checked_add(index.checked_mul(size)?)?)
+            .ok()?;
+        if u32::from_le_bytes(entry[..4].try_into().ok()?) != 3 {
+            continue;
+        }
+        let offset = u64::from_le_bytes(entry[8..16].try_into().ok()?);
+        let length = u64::from_le_bytes(entry[32..40].try_into().ok()?).min(4096);
+        let mut path = vec![0u8; usize::try_from(length).ok()?];
+        file.read_exact_at(&mut path, offset).ok()?;
+        let end = path.iter().position(|b| *b == 0).unwrap_or(path.len());
+        return Some(PathBuf::from(
+            String::from_utf8_lossy(&path[..end]).into_owned(),
+        ));
+    }
+    None
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -477,6 +561,78 @@ pub fn endpoint_of_url(url: &str) -> Option<Endpoint> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn starters_of(program: &str) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        starters(program.as_ref(), &mut found, 0);
+        found
+    }
+
+    #[test]
+    fn a_dynamic_program_brings_its_loader_and_a_script_its_interpreter() {
+        let bash = std::fs::canonicalize("/bin/bash").unwrap();
+        let found = starters_of("/bin/bash");
+        assert_eq!(found[0], bash);
+        assert!(
+            found[1..]
+                .iter()
+                .any(|path| path.to_string_lossy().contains("ld-linux")),
+            "{found:?}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("tool");
+        std::fs::write(&script, "#!/usr/bin/env -S bash -e\necho hi\n").unwrap();
+        let found = starters_of(&script.to_string_lossy());
+        let env = std::fs::canonicalize("/usr/bin/env").unwrap();
+        assert!(found.contains(&env) && found.contains(&bash), "{found:?}");
+        // A static program (as Go builds helm) brings nothing.
+        let text = dir.path().join("data");
+        std::fs::write(&text, "not a program").unwrap();
+        assert_eq!(starters_of(&text.to_string_lossy()).len(), 1);
+    }
+
+    #[test]
+    fn only_the_granted_programs_start() {
+        if let Err(missing) = &support().landlock {
+            assert!(
+                std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
+                "{missing}"
+            );
+            eprintln!("skipped: {missing}");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let mark = |name: &str| root.join(name).display().to_string();
+        let loader = starters_of("/bin/bash")
+            .into_iter()
+            .find(|path| path.to_string_lossy().contains("ld-linux"))
+            .unwrap();
+        let script = format!(
+            "/usr/bin/touch {}; {} /usr/bin/touch {}; /bin/sh -c 'echo x > {}'; echo ran > {}",
+            mark("exec"),
+            loader.display(),
+            mark("loader"),
+            mark("shell"),
+            mark("ran"),
+        );
+        let mut command = Command::new("/bin/bash");
+        command
+            .arg("-c")
+            .arg(script)
+            .stderr(std::process::Stdio::null());
+        let policy = Policy {
+            programs: vec!["/bin/bash".into()],
+            write: vec![root.clone()],
+            ..Policy::default()
+        };
+        let mut jailed = spawn(command, policy).unwrap();
+        jailed.child.wait().unwrap();
+        assert!(root.join("ran").exists(), "the granted program ran");
+        for escape in ["exec", "loader", "shell"] {
+            assert!(!root.join(escape).exists(), "`{escape}` started a program");
+        }
+    }
 
     #[test]
     fn urls_in_the_config_name_their_endpoints() {

@@ -19,6 +19,7 @@ mod artifacts;
 mod bindings;
 mod cache;
 mod capabilities;
+mod content;
 mod exec;
 pub mod jail;
 mod resolver;
