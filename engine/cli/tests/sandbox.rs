@@ -78,6 +78,50 @@ fn a_plugin_that_allocates_without_bound_is_stopped_by_its_memory_budget() {
 }
 
 #[test]
+fn a_plugin_that_sleeps_in_the_host_is_stopped_by_its_time_budget() {
+    // `std::thread::sleep` is a WASI clock wait: the plugin runs no code of
+    // its own while it waits, so only the host can end the wait.
+    let dir = project(&file_with("{ action: sleep, seconds: 600 }"));
+    let run = common::tazuna_within(
+        dir.path(),
+        &["build", "--plugin-timeout", "2"],
+        &[],
+        std::time::Duration::from_secs(60),
+    );
+    assert_good_rendered(&run);
+    filters(dir.path()).bind(|| {
+        insta::assert_snapshot!(run.stderr, @r"
+    error: manifest `bad`: plugin `probe` was stopped: it exceeded its time budget of [TIME]
+    error: 1 of 2 manifests failed to render; the others were printed
+    ")
+    });
+}
+
+#[test]
+fn a_plugin_that_floods_its_output_is_refused_before_it_is_parsed() {
+    let (_dir, run) = build_with("{ action: flood, count: 100001, bytes: 1 }");
+    assert_good_rendered(&run);
+    assert!(
+        run.stderr.contains(
+            "manifest `bad`: plugin `probe` returned 100001 objects, more than the 100000 objects one render may return"
+        ) && run.stderr.contains("hint: split the manifest"),
+        "{}",
+        run.stderr
+    );
+    // 129 objects of 1 MiB each: under the count, over the bytes.
+    let dir = project(&file_with("{ action: flood, count: 129, bytes: 1048576 }"));
+    let run = tazuna(dir.path(), &["build", "--plugin-memory", "400"]);
+    assert_good_rendered(&run);
+    assert!(
+        run.stderr.contains(
+            "manifest `bad`: plugin `probe` returned 130 MiB of documents, more than the 128 MiB one render may return"
+        ),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn a_plugin_cannot_read_files_outside_its_preopens() {
     let (dir, run) = build_with("{ action: read, file: /etc/passwd }");
     assert_good_rendered(&run);
@@ -281,10 +325,11 @@ fn a_tool_and_everything_it_started_end_when_it_ends() {
     let script = "#!/bin/bash\nwhile :; do :; done &\necho \"left $!\"\n";
     let (dir, env) = jailed_tool(script, "[]");
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let run = common::tazuna_with_env(
+    let run = common::tazuna_within(
         dir.path(),
         &["build", "-o", "json", "--tool-timeout", "20"],
         &env,
+        std::time::Duration::from_secs(60),
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
     let said = tool_stdout(&run);
@@ -301,6 +346,22 @@ fn a_tool_and_everything_it_started_end_when_it_ends() {
     assert!(
         matches!(state, None | Some("Z" | "X" | "")),
         "the tool's child {pid} outlived the run (state {state:?})"
+    );
+}
+
+#[test]
+fn a_tool_that_floods_its_output_fails_rather_than_being_cut_short() {
+    let script = "#!/bin/bash\nprintf '%*s' 70000000 ''\n";
+    let (dir, env) = jailed_tool(script, "[]");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = common::tazuna_with_env(dir.path(), &["build"], &env);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    assert!(
+        run.stderr.contains(
+            "`echo` wrote more than 64 MiB to stdout, more than Tazuna keeps of one tool's output"
+        ),
+        "{}",
+        run.transcript()
     );
 }
 

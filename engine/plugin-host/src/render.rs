@@ -18,7 +18,8 @@ use tazuna_core::lock::{Lockfile, SourcePin};
 pub use tazuna_core::render::{ClusterInfo, EmitScope, Object, Rendered};
 
 use crate::host::{
-    Diagnostic, HostError, PluginError, PluginHost, RenderRequest, Severity, SourcePlugin,
+    Diagnostic, HostError, PluginError, PluginHost, RenderRequest, RenderedDocument, Severity,
+    SourcePlugin,
 };
 use crate::plugins::PluginSet;
 
@@ -102,6 +103,20 @@ pub enum RenderError {
         /// The digest received now.
         found: String,
     },
+    /// The plugin returned more objects or bytes than one render may.
+    #[error(
+        "manifest `{manifest}`: plugin `{plugin}` returned {found}, more than the {limit} one render may return"
+    )]
+    TooMuchOutput {
+        /// Manifest name.
+        manifest: String,
+        /// Plugin name.
+        plugin: String,
+        /// What it returned, as `N objects` or `N MiB`.
+        found: String,
+        /// The cap, in the same unit.
+        limit: String,
+    },
     /// The plugin returned something that is not a Kubernetes object.
     #[error("manifest `{manifest}`: plugin `{plugin}` returned an invalid document{}: {message}", origin.as_deref().map(|o| format!(" (from `{o}`)")).unwrap_or_default())]
     InvalidOutput {
@@ -126,6 +141,7 @@ impl RenderError {
             | Self::UpstreamChanged { manifest, .. }
             | Self::Secret { manifest, .. }
             | Self::SecretOutsideSecret { manifest, .. }
+            | Self::TooMuchOutput { manifest, .. }
             | Self::InvalidOutput { manifest, .. } => manifest,
         }
     }
@@ -136,6 +152,10 @@ impl Hint for RenderError {
         match self {
             Self::SecretOutsideSecret { .. } => Some(
                 "use the value in a Secret (and refer to that Secret), or take it from a non-secret source"
+                    .to_owned(),
+            ),
+            Self::TooMuchOutput { .. } => Some(
+                "split the manifest into several (each is rendered on its own), or check that its source does not generate objects without bound"
                     .to_owned(),
             ),
             Self::UpstreamChanged { manifest, .. } => Some(format!(
@@ -300,6 +320,7 @@ pub fn render_one(
             Severity::Info => tracing::debug!(manifest = %manifest.name, "{}", diagnostic.message),
         }
     }
+    check_output_size(plugin, &manifest.name, &output.manifests)?;
     let mut objects = Vec::with_capacity(output.manifests.len());
     for doc in output.manifests {
         let traced = !revealed.is_empty() && revealed.found_in(&doc.content);
@@ -331,6 +352,42 @@ pub fn render_one(
             })
             .collect(),
     })
+}
+
+/// The most objects one render may return.
+pub const MAX_OBJECTS: usize = 100_000;
+
+/// The most bytes of documents one render may return.
+pub const MAX_OUTPUT_BYTES: usize = 128 * 1024 * 1024;
+
+/// Refuse an output over [`MAX_OBJECTS`] or [`MAX_OUTPUT_BYTES`] before any
+/// of it is parsed.
+fn check_output_size(
+    plugin: &SourcePlugin,
+    manifest: &str,
+    documents: &[RenderedDocument],
+) -> Result<(), RenderError> {
+    let too_much = |found: String, limit: String| RenderError::TooMuchOutput {
+        manifest: manifest.to_owned(),
+        plugin: plugin.info().name.clone(),
+        found,
+        limit,
+    };
+    if documents.len() > MAX_OBJECTS {
+        return Err(too_much(
+            format!("{} objects", documents.len()),
+            format!("{MAX_OBJECTS} objects"),
+        ));
+    }
+    let bytes: usize = documents.iter().map(|doc| doc.content.len()).sum();
+    if bytes > MAX_OUTPUT_BYTES {
+        let mib = |bytes: usize| bytes.div_ceil(1024 * 1024);
+        return Err(too_much(
+            format!("{} MiB of documents", mib(bytes)),
+            format!("{} MiB", mib(MAX_OUTPUT_BYTES)),
+        ));
+    }
+    Ok(())
 }
 
 /// Check each render's upstream pins against `lock`, and record new ones in it.

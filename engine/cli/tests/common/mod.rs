@@ -50,6 +50,62 @@ pub fn tazuna(dir: &Path, args: &[&str]) -> Run {
 
 /// Like [`tazuna`], with extra environment variables.
 pub fn tazuna_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let output = tazuna_command(dir, args, env).output().expect("run tazuna");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// [`tazuna_with_env`] that must end within `bound`: a guard against a hang
+/// (a test of a budget would otherwise wait for as long as the hang lasts),
+/// not a measure of speed.
+pub fn tazuna_within(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    bound: std::time::Duration,
+) -> Run {
+    use std::io::Read;
+    let mut child = tazuna_command(dir, args, env)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tazuna");
+    let drain = |mut stream: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stream.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for tazuna") {
+            break status;
+        }
+        if started.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`tazuna {}` did not end within {bound:?}; stderr so far: {}",
+                args.join(" "),
+                stderr.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+fn tazuna_command(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
     let cache = dir.join(".tazuna-cache");
     let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
     command
@@ -63,12 +119,7 @@ pub fn tazuna_with_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     for (key, value) in env {
         command.env(key, value);
     }
-    let output = command.output().expect("run tazuna");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    command
 }
 
 /// A fresh directory holding `tazuna.yaml` with `content`; `{probe}` and

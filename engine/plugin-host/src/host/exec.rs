@@ -306,6 +306,15 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
     drop(private);
     let (stdout, cut_out) = stdout.join().unwrap_or_default();
     let (stderr, cut_err) = stderr.join().unwrap_or_default();
+    // Half an output would render as fewer objects, quietly.
+    for (cut, stream) in [(cut_out, "stdout"), (cut_err, "stderr")] {
+        if cut {
+            return Err(PluginError::Other(format!(
+                "`{tool}` wrote more than {} MiB to {stream}, more than Tazuna keeps of one tool's output; split the manifest so each render is smaller",
+                OUTPUT_CAP / (1024 * 1024)
+            )));
+        }
+    }
     let exit_code = status.code().unwrap_or(-1);
     Ok(Output {
         exit_code,

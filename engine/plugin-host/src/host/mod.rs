@@ -124,6 +124,14 @@ pub enum HostError {
         /// The budget in bytes.
         budget: usize,
     },
+    /// The call passed the host more data at once than it takes.
+    #[error("plugin `{plugin}` was stopped: it passed the host more than {} MiB in one call", limit / (1024 * 1024))]
+    TooMuchData {
+        /// Plugin name.
+        plugin: String,
+        /// The most bytes one call may pass.
+        limit: usize,
+    },
     /// The plugin trapped (a panic, an unreachable, a stack overflow).
     #[error("plugin `{plugin}` crashed: {message}")]
     Trap {
@@ -178,6 +186,7 @@ impl PluginHost {
 
         let mut linker = Linker::<CallState>::new(&engine);
         add_to_linker_sync(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        add_deadline_waits(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
         SourceBindings::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(format!("{e:#}")))?;
 
@@ -431,11 +440,14 @@ impl PluginHost {
             network: Network::default(),
             builtin,
             tools: ToolClock::new(self.limits.tools),
+            started: Instant::now(),
+            budget: self.limits.time,
             tool_secrets: self.tool_secrets.get().cloned(),
             revealed: Revealed::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
+        store.set_hostcall_fuel(HOSTCALL_BYTES);
         // The deadline counts the plugin's own time: when it passes, the time
         // spent in tools since the call began is given back.
         let budget = self.limits.time;
@@ -461,6 +473,14 @@ impl PluginHost {
                 plugin,
                 budget: self.limits.time,
             },
+            _ if format!("{error:#}")
+                .contains("fuel allocated for hostcalls has been exhausted") =>
+            {
+                HostError::TooMuchData {
+                    plugin,
+                    limit: HOSTCALL_BYTES,
+                }
+            }
             _ if format!("{error:#}").contains("forcing trap when growing memory") => {
                 HostError::MemoryBudget {
                     plugin,
@@ -546,6 +566,9 @@ struct CallState {
     /// Whether the plugin is a built-in.
     builtin: bool,
     tools: ToolClock,
+    /// When the call began, and the plugin's own time budget.
+    started: Instant,
+    budget: Duration,
     tool_secrets: Option<SharedToolSecrets>,
     /// Secret values handed to tools in this call.
     revealed: Revealed,
@@ -584,6 +607,68 @@ impl ToolClock {
         let result = f();
         self.spent += started.elapsed();
         result
+    }
+}
+
+impl CallState {
+    /// What is left of the plugin's own time budget (time in tools does not count).
+    fn time_left(&self) -> Duration {
+        let own = self.started.elapsed().saturating_sub(self.tools.spent);
+        self.budget.saturating_sub(own)
+    }
+}
+
+/// The most a plugin may pass the host in one call (a render's output, a
+/// tool's arguments), in wasmtime's hostcall fuel: about its bytes. Above a
+/// render's output cap, so that cap speaks first.
+const HOSTCALL_BYTES: usize = crate::render::MAX_OUTPUT_BYTES + 64 * 1024 * 1024;
+
+/// The WASI version whose `poll` interface [`add_deadline_waits`] replaces:
+/// the one `add_to_linker_sync` defines.
+const WASI_IO_POLL: &str = "wasi:io/poll@0.2.12";
+
+/// Replace WASI's blocking waits (`poll`, `pollable.block`) with ones that end
+/// at the call's deadline. The epoch deadline stops a plugin only while it
+/// runs its own code; a plugin sleeping in the host would otherwise wait out
+/// any budget.
+fn add_deadline_waits(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    use wasmtime::component::Resource;
+    use wasmtime_wasi::p2::DynPollable;
+    use wasmtime_wasi_io::bindings::wasi::io::poll as wasi_poll;
+
+    linker.allow_shadowing(true);
+    let mut poll = linker.instance(WASI_IO_POLL)?;
+    poll.func_wrap(
+        "poll",
+        |mut store: wasmtime::StoreContextMut<'_, CallState>,
+         (pollables,): (Vec<Resource<DynPollable>>,)| {
+            let left = store.data().time_left();
+            let table = &mut store.data_mut().table;
+            until(left, wasi_poll::Host::poll(table, pollables)).map(|ready| (ready,))
+        },
+    )?;
+    poll.func_wrap(
+        "[method]pollable.block",
+        |mut store: wasmtime::StoreContextMut<'_, CallState>,
+         (pollable,): (Resource<DynPollable>,)| {
+            let left = store.data().time_left();
+            let table = &mut store.data_mut().table;
+            until(left, wasi_poll::HostPollable::block(table, pollable))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// Wait for `wait` for at most `left`; past it, the call is interrupted as
+/// if its epoch deadline had passed in its own code.
+fn until<T>(
+    left: Duration,
+    wait: impl std::future::Future<Output = wasmtime::Result<T>>,
+) -> wasmtime::Result<T> {
+    match wasmtime_wasi::runtime::in_tokio(async { tokio::time::timeout(left, wait).await }) {
+        Ok(result) => result,
+        Err(_) => Err(Trap::Interrupt.into()),
     }
 }
 

@@ -14,6 +14,8 @@
 //! | `{"action": "trap"}`                     | panics                                                      |
 //! | `{"action": "invalid-yaml"}`             | returns a document that is not valid YAML                   |
 //! | `{"action": "emit", "objects": [...]}`   | renders the given objects as they are (a plugin that reaches for cluster-admin) |
+//! | `{"action": "sleep", "seconds": 600}`    | sleeps in a WASI clock wait (the host's time budget must end the wait) |
+//! | `{"action": "flood", "count": 200000, "bytes": 10}` | renders `count` ConfigMaps of `bytes` bytes of data each (the host's output caps must refuse it) |
 //!
 //! It requests `exec:echo`, so tests can show both halves of the rule: a requested
 //! capability takes effect only once granted, and a grant of anything it did not request
@@ -45,6 +47,8 @@ enum Action {
     Trap,
     InvalidYaml,
     Emit,
+    Sleep,
+    Flood,
 }
 
 /// The probe's config block.
@@ -63,6 +67,15 @@ struct Config {
     /// The objects `emit` renders.
     #[serde(default)]
     objects: Vec<serde_json::Value>,
+    /// How long `sleep` sleeps.
+    #[serde(default)]
+    seconds: u64,
+    /// How many objects `flood` renders.
+    #[serde(default)]
+    count: usize,
+    /// How many bytes of data each object of `flood` holds.
+    #[serde(default)]
+    bytes: usize,
 }
 
 struct Probe;
@@ -108,6 +121,21 @@ impl SourcePlugin for Probe {
                 for object in &config.objects {
                     documents.push(Manifest::from_object(object)?.with_origin("emit"));
                 }
+                return Ok(RenderOutput::new(documents));
+            }
+            Action::Sleep => {
+                std::thread::sleep(std::time::Duration::from_secs(config.seconds));
+                BTreeMap::from([("action".to_owned(), "slept".to_owned())])
+            }
+            Action::Flood => {
+                let data = "x".repeat(config.bytes);
+                let documents = (0..config.count)
+                    .map(|index| {
+                        Manifest::new(format!(
+                            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flood-{index}\ndata:\n  x: {data}\n"
+                        ))
+                    })
+                    .collect();
                 return Ok(RenderOutput::new(documents));
             }
             Action::InvalidYaml => {
