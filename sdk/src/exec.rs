@@ -108,17 +108,22 @@ impl Command {
     /// Runs the command and turns a non-zero exit into [`PluginError::ToolFailed`] carrying the
     /// end of stderr.
     pub fn run_checked(&self) -> Result<Output, PluginError> {
-        let output = self.run()?;
-        if output.success() {
-            return Ok(output);
-        }
-        let tail_start = output.stderr.len().saturating_sub(STDERR_TAIL_BYTES);
-        Err(PluginError::ToolFailed(ToolFailure {
-            tool: self.tool.clone(),
-            exit_code: Some(output.exit_code),
-            stderr_tail: String::from_utf8_lossy(&output.stderr[tail_start..]).into_owned(),
-        }))
+        checked(&self.tool, self.run()?)
     }
+}
+
+/// `output`, or [`PluginError::ToolFailed`] carrying the end of stderr when
+/// `tool` exited non-zero.
+pub(crate) fn checked(tool: &str, output: Output) -> Result<Output, PluginError> {
+    if output.success() {
+        return Ok(output);
+    }
+    let tail_start = output.stderr.len().saturating_sub(STDERR_TAIL_BYTES);
+    Err(PluginError::ToolFailed(ToolFailure {
+        tool: tool.to_owned(),
+        exit_code: Some(output.exit_code),
+        stderr_tail: String::from_utf8_lossy(&output.stderr[tail_start..]).into_owned(),
+    }))
 }
 
 impl Output {

@@ -56,6 +56,7 @@ mod info;
 pub mod log;
 mod secret;
 mod source;
+pub mod tools;
 mod types;
 
 pub use config::NoConfig;
@@ -160,6 +161,7 @@ pub mod bindings {
                 "tazuna:plugin/types@0.1.0": crate::bindings::source::tazuna::plugin::types,
                 "tazuna:plugin/log@0.1.0": crate::bindings::source::tazuna::plugin::log,
                 "tazuna:plugin/exec@0.1.0": crate::bindings::source::tazuna::plugin::exec,
+                "tazuna:plugin/tools@0.1.0": crate::bindings::source::tazuna::plugin::tools,
                 "tazuna:plugin/artifacts@0.1.0": crate::bindings::source::tazuna::plugin::artifacts,
             },
         });

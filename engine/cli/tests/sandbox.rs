@@ -543,3 +543,84 @@ fn a_plugin_references_only_the_secrets_it_is_granted() {
     .unwrap();
     assert_eq!(value, token.as_bytes());
 }
+
+/// A project whose probe is granted `grants` and renders the test chart by
+/// `probe` (its config).
+fn helm_project(grants: &str, probe: &str) -> tempfile::TempDir {
+    let dir = project(&format!(
+        r#"spec:
+  plugins:
+    - name: probe
+      source: file://{{probe}}
+      grants: {grants}
+  manifests:
+    - name: chart
+      type: probe
+      namespace: web
+      probe: {probe}
+"#
+    ));
+    let chart =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/charts/hello");
+    common::copy_dir(&chart, &dir.path().join("chart"));
+    dir
+}
+
+#[test]
+fn a_third_party_plugin_renders_with_helm_by_typed_request_and_free_arguments_need_their_own_grant()
+{
+    let Some(tools) = tazuna_tests::e2e::tools(&[tazuna_tests::assets::Tool::Helm]) else {
+        return;
+    };
+    let helm = tools
+        .path(tazuna_tests::assets::Tool::Helm)
+        .display()
+        .to_string();
+    let env = [("TAZUNA_TOOL_HELM", helm.as_str())];
+    let typed = "{ action: helm-template, release: demo, chart: /manifest/chart }";
+    let free = "{ action: exec, tool: helm, args: [template, demo, /manifest/chart] }";
+
+    // Granted `exec:helm`: the typed request renders the chart.
+    let dir = helm_project(r#"["exec:helm"]"#, typed);
+    let run = common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let list: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let rendered = list["items"][0]["data"]["stdout"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        rendered.contains("kind: Deployment") && rendered.contains("name: demo-hello"),
+        "{}",
+        run.transcript()
+    );
+
+    // Free arguments to helm are refused with the same grant.
+    let dir = helm_project(r#"["exec:helm"]"#, free);
+    let run = common::tazuna_with_env(dir.path(), &["build"], &env);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("manifest `chart`: plugin `probe` failed: capability denied: plugin `probe` passed free arguments to `helm`")
+            && run.stderr.contains("request and grant `exec-argv:helm`"),
+        "{}",
+        run.transcript()
+    );
+
+    // A typed value that reads as a flag is refused by the host.
+    let dir = helm_project(
+        r#"["exec:helm"]"#,
+        r#"{ action: helm-template, release: "--post-renderer=/bin/sh", chart: /manifest/chart }"#,
+    );
+    let run = common::tazuna_with_env(dir.path(), &["build"], &env);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("plugin `probe` asked for `helm-template`: release `--post-renderer=/bin/sh` is not a release name"),
+        "{}",
+        run.transcript()
+    );
+
+    // Granted `exec-argv:helm` as well, free arguments pass (filtered and jailed).
+    let dir = helm_project(r#"["exec:helm", "exec-argv:helm"]"#, free);
+    let run = common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(run.stdout.contains("demo-hello"), "{}", run.transcript());
+}

@@ -10,7 +10,7 @@ wasmtime::component::bindgen!({
     world: "source-plugin",
 });
 
-pub use tazuna::plugin::{artifacts, exec, log, types};
+pub use tazuna::plugin::{artifacts, exec, log, tools, types};
 
 /// The `secret-resolver-plugin` world, sharing the imports generated above so
 /// one linker and one call state serve both worlds.
@@ -22,6 +22,7 @@ pub mod resolver {
             "tazuna:plugin/types": super::tazuna::plugin::types,
             "tazuna:plugin/log": super::tazuna::plugin::log,
             "tazuna:plugin/exec": super::tazuna::plugin::exec,
+            "tazuna:plugin/tools": super::tazuna::plugin::tools,
             "tazuna:plugin/artifacts": super::tazuna::plugin::artifacts,
         },
     });

@@ -98,6 +98,16 @@ mod tests {
     }
 
     #[test]
+    fn a_wildcard_exec_grant_does_not_grant_free_arguments_to_known_tools() {
+        let caps = Capabilities::effective(
+            &strings(&["exec:helm", "exec-argv:helm"]),
+            &strings(&["exec:*"]),
+        );
+        assert!(caps.allows("exec:helm"));
+        assert!(!caps.allows("exec-argv:helm"));
+    }
+
+    #[test]
     fn a_narrow_grant_of_a_wide_request_takes_effect_narrowly() {
         let caps = Capabilities::effective(
             &strings(&["emit:kind:*", "exec:helm"]),

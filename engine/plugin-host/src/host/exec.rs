@@ -138,6 +138,9 @@ pub struct ExecContext<'a> {
     /// What the manifest names: the endpoints tools may reach, and the chart
     /// repositories (name, URL) they may use.
     pub network: &'a Network,
+    /// Whether the host built the command line (the `tools` import), rather
+    /// than the plugin passing free arguments.
+    pub typed: bool,
 }
 
 /// The hosts and chart repositories a manifest's config names.
@@ -157,6 +160,17 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         return Err(PluginError::CapabilityDenied(format!(
             "plugin `{}` may not run `{tool}`: capability `{grant}` is not granted (effective: {})",
             ctx.plugin, ctx.capabilities
+        )));
+    }
+    let argv_grant = format!("exec-argv:{tool}");
+    if !ctx.builtin
+        && !ctx.typed
+        && super::tools::has_typed_operations(tool)
+        && !ctx.capabilities.allows(&argv_grant)
+    {
+        return Err(PluginError::CapabilityDenied(format!(
+            "plugin `{}` passed free arguments to `{tool}`: a third-party plugin asks the host for `{tool}`'s render through the typed `tools` import (the SDK's `tazuna_sdk::tools`); to let it pass free arguments, which the host only filters, request and grant `{argv_grant}`",
+            ctx.plugin
         )));
     }
     if let Some(problem) = refused_request(tool, &command.args, &command.env) {
@@ -335,7 +349,11 @@ fn capture(mut stream: impl Read + Send + 'static) -> std::thread::JoinHandle<(V
 }
 
 /// What is wrong with asking `tool` for `args` with `env`, if anything.
-fn refused_request(tool: &str, args: &[String], env: &[(String, String)]) -> Option<String> {
+pub(super) fn refused_request(
+    tool: &str,
+    args: &[String],
+    env: &[(String, String)],
+) -> Option<String> {
     let rules = TOOL_RULES.iter().find(|rules| rules.tool == tool);
     let allowed_env = |key: &str| {
         rules.is_some_and(|rules| rules.env.iter().any(|prefix| key.starts_with(prefix)))

@@ -24,6 +24,7 @@ mod exec;
 pub mod jail;
 mod resolver;
 mod tool_secrets;
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -706,7 +707,44 @@ impl bindings::log::Host for CallState {
 impl bindings::exec::Host for CallState {
     fn run(
         &mut self,
+        command: bindings::exec::Command,
+    ) -> Result<bindings::exec::Output, PluginError> {
+        self.run_tool(command, false)
+    }
+}
+
+impl bindings::tools::Host for CallState {
+    fn helm_template(
+        &mut self,
+        request: bindings::tools::HelmTemplateRequest,
+    ) -> Result<bindings::exec::Output, PluginError> {
+        let command = tools::helm_template(&self.plugin, request)?;
+        self.run_tool(command, true)
+    }
+
+    fn kustomize_build(
+        &mut self,
+        request: bindings::tools::KustomizeBuildRequest,
+    ) -> Result<bindings::exec::Output, PluginError> {
+        let command = tools::kustomize_build(&self.plugin, request)?;
+        self.run_tool(command, true)
+    }
+
+    fn helmfile_template(
+        &mut self,
+        request: bindings::tools::HelmfileTemplateRequest,
+    ) -> Result<bindings::exec::Output, PluginError> {
+        let command = tools::helmfile_template(&self.plugin, request)?;
+        self.run_tool(command, true)
+    }
+}
+
+impl CallState {
+    /// Run `command` through [`exec::run`]; `typed` when the host built it.
+    fn run_tool(
+        &mut self,
         mut command: bindings::exec::Command,
+        typed: bool,
     ) -> Result<bindings::exec::Output, PluginError> {
         let max_timeout = self.tools.left(&format!("`{}`", command.tool))?;
         // Resolving counts as tool time: a provider may run a tool itself.
@@ -729,6 +767,7 @@ impl bindings::exec::Host for CallState {
             max_timeout,
             builtin: self.builtin,
             network: &self.network,
+            typed,
         };
         self.tools.run(|| exec::run(&ctx, command))
     }

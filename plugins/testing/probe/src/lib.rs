@@ -14,6 +14,7 @@
 //! | `{"action": "trap"}`                     | panics                                                      |
 //! | `{"action": "invalid-yaml"}`             | returns a document that is not valid YAML                   |
 //! | `{"action": "emit", "objects": [...]}`   | renders the given objects as they are (a plugin that reaches for cluster-admin) |
+//! | `{"action": "helm-template", "release": "demo", "chart": "/manifest/chart"}` | asks the host for `helm template` through the typed `tools` import; the output is rendered as a ConfigMap |
 //! | `{"action": "sleep", "seconds": 600}`    | sleeps in a WASI clock wait (the host's time budget must end the wait) |
 //! | `{"action": "flood", "count": 200000, "bytes": 10}` | renders `count` ConfigMaps of `bytes` bytes of data each (the host's output caps must refuse it) |
 //!
@@ -30,6 +31,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tazuna_sdk::exec::Command;
+use tazuna_sdk::tools::HelmTemplateRequest;
 use tazuna_sdk::{Manifest, PluginError, PluginInfo, RenderOutput, RenderRequest, SourcePlugin};
 
 /// What the probe should do.
@@ -49,6 +51,7 @@ enum Action {
     Emit,
     Sleep,
     Flood,
+    HelmTemplate,
 }
 
 /// The probe's config block.
@@ -76,6 +79,10 @@ struct Config {
     /// How many bytes of data each object of `flood` holds.
     #[serde(default)]
     bytes: usize,
+    /// The release `helm-template` asks for.
+    release: Option<String>,
+    /// The chart `helm-template` asks for.
+    chart: Option<String>,
 }
 
 struct Probe;
@@ -87,6 +94,8 @@ impl SourcePlugin for Probe {
         PluginInfo::new("probe", env!("CARGO_PKG_VERSION"))
             .with_description("Misbehaves on request, to test the host's sandbox.")
             .with_capability("exec:echo")
+            .with_capability("exec:helm")
+            .with_capability("exec-argv:helm")
             .with_capability("emit:namespace:*")
             .with_capability("emit:namespace:kube-system")
             .with_capability("emit:cluster:*")
@@ -122,6 +131,20 @@ impl SourcePlugin for Probe {
                     documents.push(Manifest::from_object(object)?.with_origin("emit"));
                 }
                 return Ok(RenderOutput::new(documents));
+            }
+            Action::HelmTemplate => {
+                let output = tazuna_sdk::tools::helm_template(&HelmTemplateRequest {
+                    release: config.release.unwrap_or_default(),
+                    chart: config.chart.unwrap_or_default(),
+                    version: None,
+                    repo: None,
+                    namespace: request.namespace.clone(),
+                    values_files: Vec::new(),
+                    include_crds: false,
+                    kube_version: None,
+                    api_versions: Vec::new(),
+                })?;
+                BTreeMap::from([("stdout".to_owned(), output.stdout_text().into_owned())])
             }
             Action::Sleep => {
                 std::thread::sleep(std::time::Duration::from_secs(config.seconds));
