@@ -2,6 +2,7 @@
 
 mod bench;
 mod cluster;
+mod fuzz;
 mod plugins;
 mod quickstart;
 mod test;
@@ -29,6 +30,8 @@ enum Task {
     /// Benchmark apply, no-op apply, plan and status beside `kubectl apply
     /// --server-side` on fresh harness clusters; prints a Markdown report.
     BenchApply(bench::BenchApply),
+    /// Fuzz the config loader (`fuzz/`) with libFuzzer for a bounded time.
+    Fuzz(fuzz::Fuzz),
     /// Start, stop and list local harness clusters (real control planes on loopback).
     Cluster(cluster::ClusterArgs),
 }
@@ -40,5 +43,6 @@ fn main() -> anyhow::Result<()> {
         Task::Quickstart(args) => args.run(),
         Task::Cluster(args) => args.run(),
         Task::BenchApply(args) => args.run(),
+        Task::Fuzz(args) => args.run(),
     }
 }

@@ -3,8 +3,9 @@
 //! In order: the `wasm32-wasip2` rustup target, the Debian packages and the
 //! Go-built Kubernetes and tool binaries (`tests/controlplane/install.sh`, cached
 //! under `~/.cache/tazuna-dev/`), the wasm plugins, then the workspace's tests,
-//! the plugins' own unit tests (run on the host target), and clippy on both
-//! workspaces. CI runs exactly this.
+//! the plugins' own unit tests (run on the host target), the config loader's
+//! fuzz target for 60 s (`cargo xtask fuzz`), and clippy on both workspaces.
+//! CI runs exactly this.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,6 +56,14 @@ impl Test {
             run(cargo(&root)
                 .args(["test", "--workspace", "--locked"])
                 .args(&self.cargo_args))
+        })?;
+        step("cargo xtask fuzz --seconds 60", || {
+            crate::fuzz::Fuzz {
+                seconds: 60,
+                rss_limit_mb: 2048,
+                timeout: 10,
+            }
+            .run()
         })?;
         step("cargo clippy", || {
             run(cargo(&root).args([
