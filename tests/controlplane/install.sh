@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the end-to-end tests need on a fresh machine, and nothing twice:
 #   - Debian packages: docker-registry (the OCI registry under test), skopeo (an
-#     independent OCI client), apache2-utils (htpasswd), and python3 (a chart
-#     repository server) unless one is on PATH, only when missing;
+#     independent OCI client), apache2-utils (htpasswd), time (peak RSS in the
+#     benchmarks), and python3 (a chart repository server) unless one is on
+#     PATH, only when missing;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
 #     live under ~/.cache/tazuna-dev/go/ so that rebuilds after a pin change are fast).
@@ -60,7 +61,7 @@ fi
 # --- Debian packages ---------------------------------------------------------------
 if [ "$do_apt" = 1 ]; then
   missing=()
-  for pkg in docker-registry skopeo apache2-utils; do
+  for pkg in docker-registry skopeo apache2-utils time; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
       || missing+=("$pkg")
   done

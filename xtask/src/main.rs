@@ -1,6 +1,7 @@
 //! Developer tasks: `cargo xtask <task>`. Each task lives in its own module.
 
 mod bench;
+mod bench_inputs;
 mod cluster;
 mod fuzz;
 mod plugins;
@@ -30,6 +31,9 @@ enum Task {
     /// Benchmark apply, no-op apply, plan and status beside `kubectl apply
     /// --server-side` on fresh harness clusters; prints a Markdown report.
     BenchApply(bench::BenchApply),
+    /// Measure `tazuna check` (time, peak RSS) on inputs built to exhaust
+    /// memory or time; prints a Markdown table.
+    BenchInputs(bench_inputs::BenchInputs),
     /// Fuzz the config loader (`fuzz/`) with libFuzzer for a bounded time.
     Fuzz(fuzz::Fuzz),
     /// Start, stop and list local harness clusters (real control planes on loopback).
@@ -44,5 +48,6 @@ fn main() -> anyhow::Result<()> {
         Task::Cluster(args) => args.run(),
         Task::BenchApply(args) => args.run(),
         Task::Fuzz(args) => args.run(),
+        Task::BenchInputs(args) => args.run(),
     }
 }

@@ -906,3 +906,57 @@ fn a_readiness_timeout_names_the_object_and_its_conditions() {
     );
     assert_eq!(pods["items"][0]["status"]["phase"], "Pending", "{pods}");
 }
+
+#[test]
+fn a_job_its_ttl_removes_is_applied_once_and_is_neither_recreated_nor_drift() {
+    let Some(cluster) = TestCluster::start("apply-ttl-job") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let job = |label: &str| {
+        format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\nspec:\n  ttlSecondsAfterFinished: 0\n  backoffLimit: 0\n  template:\n    metadata:\n      labels: {{run: {label}}}\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: migrate\n          image: registry.k8s.io/pause:3.10\n"
+        )
+    };
+    std::fs::write(dir.path().join("job.yaml"), job("first")).unwrap();
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: migrate\n      type: manifests\n      path: job.yaml\n      namespace: default\n",
+    )
+    .unwrap();
+    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    // The Job finishes (kwok completes its pod) and its TTL removes it.
+    let gone = |cluster: &TestCluster| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while exists(cluster, &["job", "migrate", "-n", "default"]) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the Job was not removed by its TTL"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+    };
+    gone(&cluster);
+
+    // Nothing to do: not re-created, not drift, not missing.
+    let before = writes(&cluster, "jobs");
+    let again = succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    assert_eq!(writes(&cluster, "jobs"), before, "{}", text(&again));
+    assert!(!exists(&cluster, &["job", "migrate", "-n", "default"]));
+    let plan = output(tazuna(&cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    let drift = output(tazuna(&cluster, dir.path()).args(["state", "drift"]));
+    assert_eq!(drift.status.code(), Some(0), "{}", text(&drift));
+    let status = output(tazuna(&cluster, dir.path()).arg("status"));
+    assert_eq!(status.status.code(), Some(0), "{}", text(&status));
+
+    // A changed Job is a new run: applied again, and removed again.
+    std::fs::write(dir.path().join("job.yaml"), job("second")).unwrap();
+    let plan = output(tazuna(&cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    let changed = succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    assert!(writes(&cluster, "jobs") > before, "{}", text(&changed));
+    gone(&cluster);
+    let plan = output(tazuna(&cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+}

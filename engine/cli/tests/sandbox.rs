@@ -319,6 +319,39 @@ echo "escapes:$out"
 }
 
 #[test]
+fn the_jails_proxy_lets_a_tool_reach_only_the_hosts_its_manifest_names() {
+    // A listener on the host the manifest does not name.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // The manifest names one remote host, so the jail has a proxy; the tool
+    // asks that proxy for the unnamed listener instead.
+    let script = format!(
+        r#"#!/bin/bash
+proxy=${{HTTPS_PROXY#http://}}
+exec 3<>/dev/tcp/${{proxy%:*}}/${{proxy##*:}} || {{ echo "no proxy: $HTTPS_PROXY"; exit 0; }}
+printf 'CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n' >&3
+read -r status <&3
+echo "answer:${{status%$'\r'}}"
+"#
+    );
+    let (dir, env) = jailed_tool(&script, r#"["https://charts.example:443/index.yaml"]"#);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert_eq!(
+        tool_stdout(&run).trim(),
+        "answer:HTTP/1.1 403 Forbidden",
+        "{}",
+        run.transcript()
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the proxy connected the tool to a host its manifest does not name"
+    );
+}
+
+#[test]
 fn a_tool_and_everything_it_started_end_when_it_ends() {
     // The tool leaves a child behind that keeps its stdout open (a copy of
     // itself: the jail starts no other program).

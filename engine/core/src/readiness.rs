@@ -49,6 +49,14 @@ impl fmt::Display for Readiness {
     }
 }
 
+/// Whether `object` (as rendered) goes away by design once it has done its
+/// work: a Job with `spec.ttlSecondsAfterFinished`, which the TTL controller
+/// deletes after it finishes. Such an object, gone after an apply of the same
+/// content, is done: not re-created, not drift, not missing.
+pub fn removed_when_done(object: &Value) -> bool {
+    kind_of(object) == ("batch", "Job") && object["spec"]["ttlSecondsAfterFinished"].is_u64()
+}
+
 /// The readiness of `object`, a live object as the API server returns it.
 pub fn assess(object: &Value) -> Readiness {
     if let Some(waiting) = unobserved_generation(object) {

@@ -908,11 +908,17 @@ impl Run<'_> {
                 && entry.fields.is_some()
                 && current.as_ref().is_some_and(|live| *live == entry.fields)
             {
-                results[position] = Some((
-                    item.object,
-                    Some(((*entry).clone(), None)),
-                    Action::Unchanged,
-                ));
+                let entry = (*entry).clone().removed_when_done(&item.value);
+                results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
+                continue;
+            }
+            // Applied as it is now, finished and removed by its TTL: done.
+            if let Some(entry) = before
+                && current.is_none()
+                && entry.done_and_removed(&item.hash, &item.value)
+            {
+                let entry = (*entry).clone().removed_when_done(&item.value);
+                results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
                 continue;
             }
             let action = if current.is_some() {
@@ -942,7 +948,8 @@ impl Run<'_> {
                         notes[position] = Some(said.join("; "));
                     }
                     let fields = owned_fields_hash(&applied);
-                    let entry = Entry::new(&item.object, item.hash, fields);
+                    let entry =
+                        Entry::new(&item.object, item.hash, fields).removed_when_done(&item.value);
                     results[position] = Some((item.object, Some((entry, Some(applied))), action));
                 }
                 Err(error) => {

@@ -242,6 +242,11 @@ pub async fn compare(
                 report.unchanged += 1;
                 continue;
             }
+            // Applied as it is now, finished and removed by its TTL: done.
+            if current.is_none() && entry.is_some_and(|e| e.done_and_removed(&hash, &value)) {
+                report.unchanged += 1;
+                continue;
+            }
             if current.is_none()
                 && let Some(namespace) = &object.namespace
                 && created_namespaces.contains(namespace)

@@ -36,6 +36,8 @@ pub async fn readiness(
             let readiness = match cluster.resolve(&object) {
                 None => Readiness::Failed("its kind is no longer served".into()),
                 Some(resolved) => match live.get(&object, &resolved).await? {
+                    // Finished, and removed by its TTL as it should be.
+                    None if entry.removed_when_done => Readiness::Ready,
                     None => Readiness::Failed("missing".into()),
                     Some(current) => readiness::assess(current),
                 },

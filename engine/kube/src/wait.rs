@@ -6,7 +6,7 @@
 //! of a thousand objects costs a handful of watches, not a thousand polls.
 //! Readiness itself is judged by [`tazuna_core::readiness`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -70,8 +70,9 @@ fn plural(n: usize) -> String {
 }
 
 type GroupKey = (String, String, Option<String>);
-/// Objects of one group still pending, by name, with why.
-type Members = HashMap<String, (ObjectRef, String)>;
+/// Members of one group, by name: the object, why it is not ready yet, and
+/// whether it goes away once done.
+type Members = HashMap<String, (ObjectRef, String, bool)>;
 
 fn group_key(w: &Watched) -> GroupKey {
     (
@@ -108,9 +109,14 @@ pub async fn until_ready(
                 let entry = groups
                     .entry(group_key(&watched))
                     .or_insert_with(|| (watched.resolved.clone(), HashMap::new()));
-                entry
-                    .1
-                    .insert(watched.object.name.clone(), (watched.object, reason));
+                let removable = watched
+                    .last
+                    .as_ref()
+                    .is_some_and(readiness::removed_when_done);
+                entry.1.insert(
+                    watched.object.name.clone(),
+                    (watched.object, reason, removable),
+                );
             }
         }
     }
@@ -120,6 +126,10 @@ pub async fn until_ready(
 
     let mut streams = Vec::new();
     let mut pending: HashMap<(GroupKey, String), (ObjectRef, String)> = HashMap::new();
+    // Objects that go away once done (Jobs with a TTL): gone before the
+    // watch first lists them, or deleted as finished, they are ready.
+    let mut removable: HashSet<(GroupKey, String)> = HashSet::new();
+    let mut seen: HashSet<(GroupKey, String)> = HashSet::new();
     for (key, (resolved, members)) in groups {
         let api = api_for(client, &resolved, key.2.as_deref());
         let mut config = watcher::Config::default();
@@ -134,7 +144,10 @@ pub async fn until_ready(
                 .boxed(),
         );
         for (name, member) in members {
-            pending.insert((key.clone(), name), member);
+            if member.2 {
+                removable.insert((key.clone(), name.clone()));
+            }
+            pending.insert((key.clone(), name), (member.0, member.1));
         }
     }
     let mut events = futures::stream::select_all(streams);
@@ -157,8 +170,32 @@ pub async fn until_ready(
             Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => object,
             Ok(watcher::Event::Delete(object)) => {
                 let name = object.metadata.name.clone().unwrap_or_default();
-                if let Some(entry) = pending.get_mut(&(group, name)) {
+                let key = (group, name);
+                let finished = removable.contains(&key)
+                    && pending.get(&key).is_some_and(|(reference, _)| {
+                        let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
+                        crate::objects::fill_type(&mut value, reference);
+                        readiness::assess(&value).is_ready()
+                    });
+                if finished && let Some((reference, _)) = pending.remove(&key) {
+                    on_ready(&reference);
+                } else if let Some(entry) = pending.get_mut(&key) {
                     entry.1 = "it was deleted".into();
+                }
+                continue;
+            }
+            Ok(watcher::Event::InitDone) => {
+                let gone: Vec<(GroupKey, String)> = pending
+                    .keys()
+                    .filter(|key| {
+                        key.0 == group && removable.contains(*key) && !seen.contains(*key)
+                    })
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    if let Some((reference, _)) = pending.remove(&key) {
+                        on_ready(&reference);
+                    }
                 }
                 continue;
             }
@@ -173,6 +210,7 @@ pub async fn until_ready(
         };
         let name = object.metadata.name.clone().unwrap_or_default();
         let key = (group, name);
+        seen.insert(key.clone());
         let Some((reference, _)) = pending.get(&key) else {
             continue;
         };

@@ -56,6 +56,7 @@ pub(super) fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<Manif
             // migrated object is applied once more and then tracked as usual.
             hash: format!("go:{}", entry.content_hash),
             fields: None,
+            removed_when_done: false,
         });
     }
     objects.sort_by_key(Entry::object);

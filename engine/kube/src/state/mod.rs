@@ -105,6 +105,10 @@ pub struct Entry {
     /// when it is unchanged live, nobody changed what Tazuna set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields: Option<String>,
+    /// The object goes away by design once done (a Job with
+    /// `ttlSecondsAfterFinished`): missing live, it is finished, not lost.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub removed_when_done: bool,
 }
 
 impl Entry {
@@ -129,7 +133,22 @@ impl Entry {
             name: object.name.clone(),
             hash,
             fields,
+            removed_when_done: false,
         }
+    }
+
+    /// This entry, marked as going away by design when `value` (what was
+    /// sent) does.
+    pub fn removed_when_done(mut self, value: &serde_json::Value) -> Self {
+        self.removed_when_done = tazuna_core::readiness::removed_when_done(value);
+        self
+    }
+
+    /// Whether the object, missing live after an apply of `hash`, is done
+    /// rather than lost.
+    pub fn done_and_removed(&self, hash: &str, value: &serde_json::Value) -> bool {
+        self.hash == hash
+            && (self.removed_when_done || tazuna_core::readiness::removed_when_done(value))
     }
 }
 

@@ -312,6 +312,7 @@ mod tests {
                     name: format!("config-{i}"),
                     hash: format!("sha256:{:064x}", i * 7919),
                     fields: Some(format!("sha256:{:064x}", i * 104729)),
+                    removed_when_done: false,
                 })
                 .collect(),
         }
