@@ -960,3 +960,62 @@ fn a_job_its_ttl_removes_is_applied_once_and_is_neither_recreated_nor_drift() {
     let plan = output(tazuna(&cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
 }
+
+#[test]
+fn a_release_into_a_namespace_nobody_creates_is_refused_before_any_write_until_create_namespace() {
+    let Some(cluster) = TestCluster::start("apply-create-namespace") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  k: v\n",
+    )
+    .unwrap();
+    let file = |create: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: shop\n      type: manifests\n      path: app.yaml\n      namespace: shop\n{create}"
+        )
+    };
+    std::fs::write(dir.path().join("tazuna.yaml"), file("")).unwrap();
+    for command in ["plan", "apply"] {
+        let refused = output(tazuna(&cluster, dir.path()).arg(command));
+        assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains("namespace `shop` does not exist, and nothing in this run creates it; manifest `shop` puts v1 ConfigMap shop/settings there")
+                && stderr.contains("hint: set `createNamespace: true` on manifest `shop`"),
+            "{command}: {}",
+            text(&refused)
+        );
+    }
+    // Nothing was written, not even Tazuna's own namespace.
+    assert!(!exists(&cluster, &["namespace", "tazuna"]));
+    assert!(!exists(&cluster, &["namespace", "shop"]));
+
+    std::fs::write(
+        dir.path().join("tazuna.yaml"),
+        file("      createNamespace: true\n"),
+    )
+    .unwrap();
+    let plan = output(tazuna(&cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    assert!(
+        String::from_utf8_lossy(&plan.stdout).contains("namespace `shop` is created by this plan"),
+        "{}",
+        text(&plan)
+    );
+    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    let namespace = kubectl_json(&cluster, &["get", "namespace", "shop"]);
+    assert_eq!(
+        namespace["metadata"]["labels"]["app.kubernetes.io/created-by"], "tazuna",
+        "{namespace:#}"
+    );
+    assert!(exists(&cluster, &["configmap", "settings", "-n", "shop"]));
+    let plan = output(tazuna(&cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    // As with helm, the namespace is not the manifest's: destroy leaves it.
+    succeed(tazuna(&cluster, dir.path()).args(["destroy", "--yes"]));
+    assert!(!exists(&cluster, &["configmap", "settings", "-n", "shop"]));
+    assert!(exists(&cluster, &["namespace", "shop"]));
+}

@@ -219,6 +219,7 @@ mod tests {
             namespace: None,
             wait: Wait::default(),
             prune: false,
+            create_namespace: false,
             tests: Vec::new(),
             config: serde_json::json!({}),
             base_dir: PathBuf::from("."),

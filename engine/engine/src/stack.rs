@@ -113,6 +113,9 @@ pub enum RunError {
     /// Live objects cannot be read.
     #[error("cannot read live objects: {}", crate::objects::errors::status_message(.0))]
     Read(kube::Error),
+    /// Namespaces the run writes into that nothing creates; nothing was written.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    MissingNamespaces(Vec<tazuna_kube::namespaces::Missing>),
     /// What `state forget` was asked to forget is not in this stack's state.
     #[error("{0}")]
     NotInState(String, String),
@@ -142,6 +145,10 @@ impl Hint for RunError {
                 (!hints.is_empty()).then(|| hints.join("\nhint: "))
             }
             Self::Plan(error) => error.hint(),
+            Self::MissingNamespaces(missing) => {
+                let hints: Vec<String> = missing.iter().filter_map(Hint::hint).collect();
+                (!hints.is_empty()).then(|| hints.join("\nhint: "))
+            }
             Self::NotInState(_, hint) => Some(hint.clone()),
             _ => None,
         }
@@ -553,6 +560,32 @@ impl Stack {
             .map_err(RunError::Ownership)
     }
 
+    /// Refuse a run that writes into a namespace that does not exist and that
+    /// no manifest of the run renders or creates (`createNamespace`).
+    async fn check_namespaces(
+        &self,
+        cluster: &Cluster,
+        run: &[(&Manifest, &Rendered)],
+    ) -> Result<(), RunError> {
+        let file: Vec<(&Manifest, Option<&Rendered>)> = self
+            .config
+            .manifests
+            .iter()
+            .map(|m| {
+                let rendered = run.iter().find(|(r, _)| r.name == m.name).map(|(_, r)| *r);
+                (m, rendered)
+            })
+            .collect();
+        let missing = tazuna_kube::namespaces::missing(cluster, run, &file)
+            .await
+            .map_err(RunError::Read)?;
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(RunError::MissingNamespaces(missing))
+        }
+    }
+
     /// Manifest names of this file that another stack owns are refused.
     fn check_names(&self, states: &StackStates) -> Result<(), RunError> {
         let taken = states.taken(self.config.manifests.iter().map(|m| m.name.as_str()));
@@ -582,6 +615,7 @@ impl Stack {
             .collect();
         // Before anything is written, Tazuna's own namespace and Lease included.
         let claims = self.claims(&connection.cluster, &ok)?;
+        self.check_namespaces(&connection.cluster, &ok).await?;
         let store = &connection.store;
         let guard = match options.mode {
             Mode::Apply => {
@@ -732,6 +766,9 @@ impl Stack {
             intents_rendered.iter().map(|(m, r)| (*m, r)).collect();
         self.check_names(&states)?;
         let claims = self.claims(&connection.cluster, &pairs)?;
+        if question == Question::Plan {
+            self.check_namespaces(&connection.cluster, &pairs).await?;
+        }
         let declared = self.declared();
         let ownership = Ownership::new(claims, &states.own, &declared, true);
         let hash_key = connection.store.hash_key().await?;

@@ -418,14 +418,11 @@ impl Run<'_> {
         let shared = Shared {
             providers: crd_providers(units),
             applied: std::sync::Mutex::new(HashSet::new()),
-            namespaces: units
-                .iter()
-                .filter_map(|u| u.rendered.as_ref().ok())
-                .flat_map(|r| r.objects.iter())
-                .filter_map(|o| ObjectRef::of(&o.value))
-                .filter(|o| o.group.is_empty() && o.kind == "Namespace")
-                .map(|o| o.name)
-                .collect(),
+            namespaces: crate::namespaces::provided(
+                units
+                    .iter()
+                    .filter_map(|u| Some((u.manifest, u.rendered.as_ref().ok()?))),
+            ),
             live_namespaces: tokio::sync::OnceCell::new(),
         };
         let mut outcomes: Vec<Option<ManifestOutcome>> = vec![None; units.len()];
@@ -661,6 +658,34 @@ impl Run<'_> {
                 Phase::Definitions | Phase::Objects => 1,
             };
             steps[step].push(&rendered_object.value);
+        }
+
+        if self.settings.mode == Mode::Apply
+            && manifest.create_namespace
+            && let Some(namespace) = &manifest.namespace
+            && !crate::namespaces::renders(rendered, namespace)
+        {
+            let created = crate::namespaces::ensure(self.cluster, namespace)
+                .await
+                .map_err(|error| ManifestError::Rejected {
+                    object: ObjectRef {
+                        group: String::new(),
+                        version: "v1".to_owned(),
+                        kind: "Namespace".to_owned(),
+                        namespace: None,
+                        name: namespace.clone(),
+                    },
+                    message: format!(
+                        "cannot create it (`createNamespace`): {}",
+                        status_message(&error)
+                    ),
+                })?;
+            if created {
+                tracing::info!(
+                    manifest = name,
+                    "created namespace `{namespace}` (createNamespace)"
+                );
+            }
         }
 
         let mut watched: Vec<Watched> = Vec::new();

@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod destroy;
 pub mod guard;
 pub mod live;
+pub mod namespaces;
 pub mod objects;
 pub mod ownership;
 pub mod plan;

@@ -152,13 +152,8 @@ pub async fn compare(
     // Namespaces the run creates: objects in them cannot be dry-run yet, so
     // they are shown as creates of what would be sent.
     let created_namespaces: HashSet<String> = if question == Question::Plan {
-        let rendered: HashSet<String> = intents
-            .iter()
-            .flat_map(|i| i.rendered.objects.iter())
-            .filter_map(|o| ObjectRef::of(&o.value))
-            .filter(|o| o.group.is_empty() && o.kind == "Namespace")
-            .map(|o| o.name)
-            .collect();
+        let rendered =
+            crate::namespaces::provided(intents.iter().map(|i| (i.manifest, i.rendered)));
         let existing = live_namespaces(cluster).await?;
         rendered.difference(&existing).cloned().collect()
     } else {
@@ -621,6 +616,7 @@ mod tests {
             namespace: Some("apps".to_owned()),
             wait: Wait::default(),
             prune: false,
+            create_namespace: false,
             tests: Vec::new(),
             config: json!({}),
             base_dir: PathBuf::from("."),

@@ -153,6 +153,9 @@ pub struct Manifest {
     pub wait: Wait,
     /// Whether to delete objects that were applied before but are no longer rendered.
     pub prune: bool,
+    /// Whether to create [`namespace`](Self::namespace) when it does not exist
+    /// (helm's `--create-namespace`); it is not recorded as the manifest's.
+    pub create_namespace: bool,
     /// Checks run right after this manifest is applied.
     pub tests: Vec<Test>,
     /// The block named after the type (`genesisSecret` for `genesissecret`), `{}` if absent.

@@ -148,6 +148,11 @@ pub(crate) struct RawManifest {
     pub wait: Option<serde_yaml::Value>,
     /// Delete objects that were applied before but are no longer rendered.
     pub prune: Option<bool>,
+    /// Create `namespace` when it does not exist, as `helm install
+    /// --create-namespace` does (for every type); it is not deleted with the
+    /// manifest.
+    #[serde(rename = "createNamespace")]
+    pub create_namespace: Option<bool>,
 }
 
 /// The keys of [`RawManifest`], for the loader's own key check.
@@ -163,6 +168,7 @@ pub(crate) const MANIFEST_FIELDS: &[&str] = &[
     "namespace",
     "wait",
     "prune",
+    "createNamespace",
 ];
 
 /// Per-type blocks that need no plugin declaration: the built-ins and Go's `parallel`.

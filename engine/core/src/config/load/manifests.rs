@@ -39,6 +39,7 @@ pub(super) struct Parent {
     pub(super) namespace: Option<String>,
     pub(super) wait: Option<Wait>,
     pub(super) prune: Option<bool>,
+    pub(super) create_namespace: Option<bool>,
 }
 
 pub(super) enum Nesting<'a> {
@@ -258,6 +259,7 @@ impl Expander<'_> {
         let mut namespace = raw.namespace.clone().filter(|ns| !ns.is_empty());
         let mut wait = parse_wait(doc, &path.key("wait"), raw.wait.as_ref())?;
         let mut prune = raw.prune;
+        let mut create_namespace = raw.create_namespace;
         let tests = build_tests(doc, &path.key("tests"), raw.tests)?;
 
         if let Nesting::ParallelChild(parent) = nesting {
@@ -274,6 +276,7 @@ impl Expander<'_> {
             namespace = namespace.or_else(|| parent.namespace.clone());
             wait = wait.or(parent.wait);
             prune = prune.or(parent.prune);
+            create_namespace = create_namespace.or(parent.create_namespace);
         }
 
         if kind == "parallel" {
@@ -291,6 +294,7 @@ impl Expander<'_> {
                 namespace,
                 wait,
                 prune,
+                create_namespace,
             };
             let first_child = self.entries.len();
             self.expand_parallel(doc, path, blocks.remove("parallel"), &parent)?;
@@ -316,6 +320,15 @@ impl Expander<'_> {
                 });
             }
         };
+        if create_namespace == Some(true) && namespace.is_none() {
+            return Err(ConfigError::Invalid {
+                message: format!("manifest `{name}` sets `createNamespace` but no `namespace`"),
+                hint: Some(
+                    "add `namespace: <name>` to the manifest, the namespace to create".to_owned(),
+                ),
+                at: doc.value_span(&path.key("createNamespace")),
+            });
+        }
         if kind == "helmfile" && wait.is_none() {
             wait = go_helmfile_wait(&config);
         }
@@ -335,6 +348,7 @@ impl Expander<'_> {
                 namespace,
                 wait: wait.unwrap_or_default(),
                 prune: prune.unwrap_or(false),
+                create_namespace: create_namespace.unwrap_or(false),
                 tests,
                 config,
                 base_dir: doc.dir.clone(),
