@@ -32,7 +32,7 @@ const CASES: &[Case] = &[
         write: |dir| {
             write(
                 dir,
-                &format!("{HEADER}  manifests:\n{}x\n", "- ".repeat(20_000)),
+                &format!("{HEADER}  manifests:\n    {}x\n", "- ".repeat(20_000)),
             )
         },
     },
@@ -78,7 +78,7 @@ const CASES: &[Case] = &[
             std::os::unix::fs::symlink("/dev/zero", dir.join("zero.yaml"))?;
             write(
                 dir,
-                &format!("{HEADER}  includes:\n    - path: zero.yaml\n  manifests: []\n"),
+                &format!("{HEADER}  manifests:\n    - includes:\n        - path: zero.yaml\n"),
             )
         },
     },

@@ -18,7 +18,8 @@ use super::error::{Location, Span};
 /// One step of a path into a YAML document.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Seg {
-    Key(String),
+    /// A mapping key; shared, since every path below it repeats it.
+    Key(std::sync::Arc<str>),
     Index(usize),
 }
 
@@ -33,7 +34,7 @@ impl YamlPath {
 
     pub(crate) fn key(&self, key: &str) -> Self {
         let mut segs = self.0.clone();
-        segs.push(Seg::Key(key.to_owned()));
+        segs.push(Seg::Key(std::sync::Arc::from(key)));
         Self(segs)
     }
 
@@ -51,7 +52,7 @@ impl YamlPath {
 
     pub(crate) fn last_key(&self) -> Option<&str> {
         self.0.iter().rev().find_map(|seg| match seg {
-            Seg::Key(key) => Some(key.as_str()),
+            Seg::Key(key) => Some(&**key),
             Seg::Index(_) => None,
         })
     }

@@ -34,13 +34,13 @@ pub(super) fn syntax_error(source: &Source, err: &serde_yaml::Error) -> ConfigEr
 pub(super) fn section(path: &YamlPath) -> String {
     match path.0.as_slice() {
         [] => "the root".to_owned(),
-        [Seg::Key(spec)] if spec == "spec" => "`spec`".to_owned(),
+        [Seg::Key(spec)] if &**spec == "spec" => "`spec`".to_owned(),
         [Seg::Key(spec), Seg::Key(envs), Seg::Key(name)]
-            if spec == "spec" && envs == "environments" =>
+            if &**spec == "spec" && &**envs == "environments" =>
         {
             format!("environment `{name}`")
         }
-        [.., Seg::Key(list), Seg::Index(_)] => match list.as_str() {
+        [.., Seg::Key(list), Seg::Index(_)] => match &**list {
             "manifests" | "children" => "manifest".to_owned(),
             "tests" => "test".to_owned(),
             "plugins" => "plugin".to_owned(),

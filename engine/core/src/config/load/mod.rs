@@ -111,6 +111,16 @@ impl Document {
         };
         let text = substitute_environment(&text, environment);
         let source = Source::new(file.to_path_buf(), text);
+        // libyaml's scanner takes time quadratic in flow nesting (`[[[[…`):
+        // refuse deep nesting before it starts.
+        if let Some((line, column)) = flow_too_deep(source.text()) {
+            return Err(ConfigError::Syntax {
+                message: format!(
+                    "flow collections (`[`, `{{`) nest deeper than {MAX_FLOW_DEPTH} levels here; Tazuna reads at most {MAX_FLOW_DEPTH}"
+                ),
+                at: source.span_at(line, column, 1),
+            });
+        }
         let mut value: Value = match serde_yaml::from_str(source.text()) {
             Ok(value) => value,
             Err(err) => return Err(syntax_error(&source, &err)),
@@ -182,7 +192,7 @@ impl Document {
         if let Some(caps) = UNKNOWN_FIELD.captures(message) {
             let field = caps[1].to_owned();
             let expected = backticked_words(caps.get(2).map_or("", |m| m.as_str()));
-            let parent = if path.0.last() == Some(&Seg::Key(field.clone())) {
+            let parent = if path.0.last() == Some(&Seg::Key(field.as_str().into())) {
                 path.parent()
             } else {
                 path.clone()
@@ -517,5 +527,66 @@ mod tests {
     fn maps_genesissecret_to_its_go_block_name() {
         assert_eq!(block_key("genesissecret"), "genesisSecret");
         assert_eq!(block_key("kustomize"), "kustomize");
+    }
+}
+
+/// The deepest flow nesting (`[`, `{`) a config file may have.
+const MAX_FLOW_DEPTH: usize = 64;
+
+/// Where (line, column, from 1) flow collections first nest deeper than
+/// [`MAX_FLOW_DEPTH`], skipping quoted strings and comments; linear in the
+/// text. Brackets inside plain scalars count too, so this errs only towards
+/// refusing a file with more than that many unclosed ones.
+fn flow_too_deep(text: &str) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    for (number, line) in text.lines().enumerate() {
+        let mut quote: Option<char> = None;
+        let mut escaped = false;
+        let mut previous = ' ';
+        for (column, c) in line.chars().enumerate() {
+            match quote {
+                Some('"') if escaped => escaped = false,
+                Some('"') if c == '\\' => escaped = true,
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None => match c {
+                    '#' if previous.is_whitespace() => break,
+                    '"' | '\'' if previous.is_whitespace() || "[{,:".contains(previous) => {
+                        quote = Some(c);
+                    }
+                    '[' | '{' => {
+                        depth += 1;
+                        if depth > MAX_FLOW_DEPTH {
+                            return Some((number + 1, column + 1));
+                        }
+                    }
+                    ']' | '}' => depth = depth.saturating_sub(1),
+                    _ => {}
+                },
+            }
+            previous = c;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod flow_depth_tests {
+    use super::*;
+
+    #[test]
+    fn deep_flow_nesting_is_found_where_it_passes_the_limit() {
+        let deep = format!("spec:\n  manifests: {}\n", "[".repeat(100));
+        assert_eq!(flow_too_deep(&deep), Some((2, 14 + MAX_FLOW_DEPTH)));
+        let fine = format!("a: {}{}\n", "[".repeat(64), "]".repeat(64));
+        assert_eq!(flow_too_deep(&fine), None);
+        // Brackets in strings and comments do not count.
+        let quoted = format!(
+            "a: \"{}\"\nb: '{}' # {}\n",
+            "[".repeat(100),
+            "{".repeat(100),
+            "[".repeat(100)
+        );
+        assert_eq!(flow_too_deep(&quoted), None);
     }
 }
