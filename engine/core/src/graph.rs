@@ -231,6 +231,36 @@ mod tests {
         }
     }
 
+    /// `count` manifests, each depending on the `window` before it.
+    fn dense(count: usize, window: usize) -> Vec<Manifest> {
+        let names: Vec<String> = (0..count).map(|i| format!("m{i}")).collect();
+        (0..count)
+            .map(|i| {
+                let deps: Vec<&str> = names[i.saturating_sub(window)..i]
+                    .iter()
+                    .map(String::as_str)
+                    .collect();
+                manifest(&names[i], &deps)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn dense_graphs_order_in_one_pass_over_their_edges() {
+        // 1,000 manifests on all earlier ones (499,500 edges), and 10,000 on
+        // the 20 before each: chains, one manifest per layer.
+        for (count, window) in [(1_000, usize::MAX), (10_000, 20)] {
+            let manifests = dense(count, window);
+            let layers = layers(&manifests);
+            assert_eq!(layers.len(), count);
+            assert!(layers.iter().enumerate().all(|(i, layer)| layer == &[i]));
+            assert_eq!(find_cycle(&manifests), None);
+            let down = teardown(&manifests);
+            assert_eq!(down.first(), Some(&(count - 1)));
+            assert_eq!(down.last(), Some(&0));
+        }
+    }
+
     fn names(manifests: &[Manifest], layers: &[Vec<usize>]) -> Vec<Vec<String>> {
         layers
             .iter()
