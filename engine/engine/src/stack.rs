@@ -567,16 +567,7 @@ impl Stack {
         cluster: &Cluster,
         run: &[(&Manifest, &Rendered)],
     ) -> Result<(), RunError> {
-        let file: Vec<(&Manifest, Option<&Rendered>)> = self
-            .config
-            .manifests
-            .iter()
-            .map(|m| {
-                let rendered = run.iter().find(|(r, _)| r.name == m.name).map(|(_, r)| *r);
-                (m, rendered)
-            })
-            .collect();
-        let missing = tazuna_kube::namespaces::missing(cluster, run, &file)
+        let missing = tazuna_kube::namespaces::missing(cluster, run, &self.config.manifests)
             .await
             .map_err(RunError::Read)?;
         if missing.is_empty() {

@@ -26,8 +26,8 @@ pub struct Missing {
     pub manifest: String,
     /// Its first object there.
     pub object: String,
-    /// A manifest of the file that renders or creates it but is not in this
-    /// run (not selected by `--tags`).
+    /// A manifest of the file that creates it (`createNamespace`) but is not
+    /// in this run (not selected by `--tags`).
     pub elsewhere: Option<String>,
 }
 
@@ -80,12 +80,12 @@ pub fn provided<'a>(
 /// Every namespace the run writes into that does not exist and that no
 /// manifest of the run provides, with the first manifest and object that
 /// need it. `file` is every manifest of the file, to name one outside the
-/// run that would provide it. One list of namespaces, and only when some
+/// run that would create it. One list of namespaces, and only when some
 /// namespace is not provided.
 pub async fn missing(
     cluster: &Cluster,
     run: &[(&Manifest, &Rendered)],
-    file: &[(&Manifest, Option<&Rendered>)],
+    file: &[Manifest],
 ) -> Result<Vec<Missing>, kube::Error> {
     let provided = provided(run.iter().copied());
     let mut needed: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -127,11 +127,8 @@ pub async fn missing(
         .map(|(namespace, (manifest, object))| {
             let elsewhere = file
                 .iter()
-                .find(|(m, r)| {
-                    (m.create_namespace && m.namespace.as_deref() == Some(namespace.as_str()))
-                        || r.is_some_and(|r| renders(r, &namespace))
-                })
-                .map(|(m, _)| m.name.clone());
+                .find(|m| m.create_namespace && m.namespace.as_deref() == Some(namespace.as_str()))
+                .map(|m| m.name.clone());
             Missing {
                 namespace,
                 manifest,
