@@ -905,6 +905,41 @@ fn a_readiness_timeout_names_the_object_and_its_conditions() {
         &["-n", "default", "get", "pods", "-l", "app=stuck"],
     );
     assert_eq!(pods["items"][0]["status"]["phase"], "Pending", "{pods}");
+
+    // A LoadBalancer Service never gets an address here (no load-balancer
+    // controller). As with helm's `--wait`, that is not waited for unless the
+    // manifest asks.
+    let edge = tempfile::tempdir().unwrap();
+    let service = |tier: &str| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: edge\n  labels: {{tier: {tier}}}\nspec:\n  type: LoadBalancer\n  selector: {{app: edge}}\n  ports:\n    - port: 80\n"
+        )
+    };
+    let file = |wait: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: edge\n      type: manifests\n      path: edge.yaml\n      namespace: default\n      wait: {wait}\n"
+        )
+    };
+    std::fs::write(edge.path().join("edge.yaml"), service("one")).unwrap();
+    std::fs::write(edge.path().join("tazuna.yaml"), file("{timeoutSeconds: 8}")).unwrap();
+    succeed(tazuna(&cluster, edge.path()).arg("apply"));
+    std::fs::write(edge.path().join("edge.yaml"), service("two")).unwrap();
+    std::fs::write(
+        edge.path().join("tazuna.yaml"),
+        file("{timeoutSeconds: 3, loadBalancers: true}"),
+    )
+    .unwrap();
+    let failed = output(tazuna(&cluster, edge.path()).arg("apply"));
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert!(
+        stdout.contains("v1 Service default/edge")
+            && stdout.contains("waiting for the load balancer to get an address"),
+        "{}",
+        text(&failed)
+    );
+    let live = kubectl_json(&cluster, &["-n", "default", "get", "service", "edge"]);
+    assert_eq!(live["metadata"]["labels"]["tier"], "two", "{live}");
 }
 
 #[test]

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 pub use error::{ConfigError, Location, Span};
 pub use model::{
     Check, Cluster, ContextRule, Environment, ExistNonExist, Manifest, MatchMode, Plugin,
-    PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+    LoadBalancers, PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
 };
 
 use error::suggest;

@@ -49,6 +49,19 @@ impl fmt::Display for Readiness {
     }
 }
 
+/// Whether a wait asks for a `LoadBalancer` Service's address. Helm's
+/// `--wait` (kstatus) does not: a cluster without a load-balancer controller
+/// never gives one, so it is waited for only when the manifest asks
+/// (`wait: { loadBalancers: true }`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LoadBalancers {
+    /// A Service is ready once it exists.
+    #[default]
+    Ignored,
+    /// A `LoadBalancer` Service is ready once it has an ingress address.
+    Awaited,
+}
+
 /// Whether `object` (as rendered) goes away by design once it has done its
 /// work: a Job with `spec.ttlSecondsAfterFinished`, which the TTL controller
 /// deletes after it finishes. Such an object, gone after an apply of the same
@@ -58,7 +71,7 @@ pub fn removed_when_done(object: &Value) -> bool {
 }
 
 /// The readiness of `object`, a live object as the API server returns it.
-pub fn assess(object: &Value) -> Readiness {
+pub fn assess(object: &Value, load_balancers: LoadBalancers) -> Readiness {
     if let Some(waiting) = unobserved_generation(object) {
         return waiting;
     }
@@ -70,7 +83,7 @@ pub fn assess(object: &Value) -> Readiness {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => definition(object),
         ("apiregistration.k8s.io", "APIService") => api_service(object),
         ("", "PersistentVolumeClaim") => claim(object),
-        ("", "Service") => service(object),
+        ("", "Service") if load_balancers == LoadBalancers::Awaited => service(object),
         ("", "Namespace") => namespace(object),
         ("", "Pod") => pod(object),
         _ => by_conditions(object),
@@ -79,19 +92,19 @@ pub fn assess(object: &Value) -> Readiness {
 
 /// Whether [`assess`] can ever say anything but [`Readiness::Ready`] about
 /// `object`: a kind with a rule of its own (a Service only when it is a
-/// `LoadBalancer`), an object with a `Ready` or `Available` condition, or one
+/// `LoadBalancer` and addresses are awaited), an object with a `Ready` or `Available` condition, or one
 /// whose status reports `observedGeneration`.
 ///
 /// Objects for which this is `false` are ready as soon as they exist, so there
 /// is no point polling them.
-pub fn has_rule(object: &Value) -> bool {
+pub fn has_rule(object: &Value, load_balancers: LoadBalancers) -> bool {
     let known = match kind_of(object) {
         ("apps", "Deployment" | "StatefulSet" | "DaemonSet")
         | ("batch", "Job")
         | ("apiextensions.k8s.io", "CustomResourceDefinition")
         | ("apiregistration.k8s.io", "APIService")
         | ("", "PersistentVolumeClaim" | "Namespace" | "Pod") => true,
-        ("", "Service") => is_load_balancer(object),
+        ("", "Service") => load_balancers == LoadBalancers::Awaited && is_load_balancer(object),
         _ => false,
     };
     known
@@ -426,7 +439,7 @@ mod tests {
     fn check(cases: Vec<Case>) {
         let mut wrong = Vec::new();
         for (name, object, expected) in cases {
-            let actual = assess(&object).to_string();
+            let actual = assess(&object, LoadBalancers::Awaited).to_string();
             if !actual.starts_with(expected) || (expected == "ready" && actual != "ready") {
                 wrong.push(format!("{name}: expected `{expected}`, got `{actual}`"));
             }
@@ -945,7 +958,7 @@ mod tests {
             ),
         ];
         for (object, expected) in rules {
-            assert_eq!(has_rule(&object), expected, "{object}");
+            assert_eq!(has_rule(&object, LoadBalancers::Awaited), expected, "{object}");
         }
     }
 
@@ -955,6 +968,18 @@ mod tests {
             "apiVersion": "example.com/v1", "kind": "Deployment",
             "metadata": { "name": "x" }, "spec": { "replicas": 3 }, "status": {},
         });
-        assert_eq!(assess(&fake), Readiness::Ready);
+        assert_eq!(assess(&fake, LoadBalancers::Ignored), Readiness::Ready);
+    }
+
+    #[test]
+    fn a_load_balancer_address_is_awaited_only_when_asked() {
+        let service = json!({
+            "apiVersion": "v1", "kind": "Service", "metadata": { "name": "ingress" },
+            "spec": { "type": "LoadBalancer" }, "status": { "loadBalancer": {} },
+        });
+        assert!(!has_rule(&service, LoadBalancers::Ignored));
+        assert_eq!(assess(&service, LoadBalancers::Ignored), Readiness::Ready);
+        assert!(has_rule(&service, LoadBalancers::Awaited));
+        assert!(!assess(&service, LoadBalancers::Awaited).is_ready());
     }
 }

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use tazuna_core::config::{self, Check, Config, LoadOptions, PluginSource, Wait};
+use tazuna_core::config::{self, Check, Config, LoadBalancers, LoadOptions, PluginSource, Wait};
 use tazuna_core::graph;
 
 #[derive(Default)]
@@ -157,7 +157,14 @@ fn summary(config: &Config, selected: &[&config::Manifest], tags: &[String]) -> 
         }
         let wait = match m.wait {
             Wait::Off => "off".to_owned(),
-            Wait::On { timeout } => format!("{}s", timeout.as_secs()),
+            Wait::On {
+                timeout,
+                load_balancers: LoadBalancers::Ignored,
+            } => format!("{}s", timeout.as_secs()),
+            Wait::On {
+                timeout,
+                load_balancers: LoadBalancers::Awaited,
+            } => format!("{}s, load balancers", timeout.as_secs()),
         };
         let _ = writeln!(out, "      wait: {wait}, prune: {}", m.prune);
         let _ = writeln!(out, "      config: {}", json(&m.config));

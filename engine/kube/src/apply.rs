@@ -21,7 +21,7 @@ use futures::StreamExt;
 use kube::api::{DeleteParams, Patch, PropagationPolicy};
 use kube::{Api, Client};
 use serde_json::Value;
-use tazuna_core::config::{Manifest, Test, Wait};
+use tazuna_core::config::{LoadBalancers, Manifest, Test, Wait};
 use tazuna_core::inventory::{self, ObjectRef, Phase};
 
 use tazuna_core::hint::Hint;
@@ -688,6 +688,10 @@ impl Run<'_> {
             }
         }
 
+        let load_balancers = match manifest.wait {
+            Wait::On { load_balancers, .. } => load_balancers,
+            Wait::Off => LoadBalancers::Ignored,
+        };
         let mut watched: Vec<Watched> = Vec::new();
         for objects in steps {
             let mut prepared = Vec::with_capacity(objects.len());
@@ -704,7 +708,7 @@ impl Run<'_> {
                 // Unchanged objects were ready when their state was written and
                 // were not touched since; `tazuna status` shows them now.
                 if let Some(applied) = sent
-                    && tazuna_core::readiness::has_rule(&applied)
+                    && tazuna_core::readiness::has_rule(&applied, load_balancers)
                 {
                     let object = entry.object();
                     let resolved = self
@@ -727,7 +731,11 @@ impl Run<'_> {
         if self.settings.mode == Mode::DryRun {
             return Ok(());
         }
-        if let Wait::On { timeout } = manifest.wait {
+        if let Wait::On {
+            timeout,
+            load_balancers,
+        } = manifest.wait
+        {
             let waiting = watched;
             self.observer.event(Event::Waiting {
                 manifest: name.to_owned(),
@@ -739,7 +747,7 @@ impl Run<'_> {
                     object: object.clone(),
                 });
             };
-            wait::until_ready(self.client(), waiting, timeout, &on_ready).await?;
+            wait::until_ready(self.client(), waiting, timeout, load_balancers, &on_ready).await?;
         }
         for test in &manifest.tests {
             crate::checks::run(self.client(), self.cluster, test)
@@ -849,7 +857,14 @@ impl Run<'_> {
             resolved,
             last: None,
         }];
-        wait::until_ready(self.client(), watched, CRD_TIMEOUT, &|_| {}).await?;
+        wait::until_ready(
+            self.client(),
+            watched,
+            CRD_TIMEOUT,
+            LoadBalancers::Ignored,
+            &|_| {},
+        )
+        .await?;
         Ok(())
     }
 

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use tazuna_core::inventory::ObjectRef;
-use tazuna_core::readiness::{self, Readiness};
+use tazuna_core::readiness::{self, LoadBalancers, Readiness};
 
 use crate::cluster::Cluster;
 use crate::live::LiveIndex;
@@ -39,7 +39,9 @@ pub async fn readiness(
                     // Finished, and removed by its TTL as it should be.
                     None if entry.removed_when_done => Readiness::Ready,
                     None => Readiness::Failed("missing".into()),
-                    Some(current) => readiness::assess(current),
+                    // As helm's `--wait` judges: a load balancer's address
+                    // is not readiness.
+                    Some(current) => readiness::assess(current, LoadBalancers::Ignored),
                 },
             };
             rows.push(Row {

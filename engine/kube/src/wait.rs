@@ -15,7 +15,7 @@ use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use serde_json::Value;
 use tazuna_core::inventory::ObjectRef;
-use tazuna_core::readiness::{self, Readiness};
+use tazuna_core::readiness::{self, LoadBalancers, Readiness};
 
 use crate::cluster::Resolved;
 use crate::objects::api_for;
@@ -82,19 +82,21 @@ fn group_key(w: &Watched) -> GroupKey {
     )
 }
 
-/// Wait until every object in `objects` is ready, at most `timeout`.
+/// Wait until every object in `objects` is ready, at most `timeout`, by the
+/// rules of [`readiness::assess`] with `load_balancers`.
 /// `on_ready` is called once per object as it becomes ready (also for those
 /// already ready).
 pub async fn until_ready(
     client: &Client,
     objects: Vec<Watched>,
     timeout: Duration,
+    load_balancers: LoadBalancers,
     on_ready: &(dyn Fn(&ObjectRef) + Sync),
 ) -> Result<(), WaitError> {
     let mut groups: BTreeMap<GroupKey, (Resolved, Members)> = BTreeMap::new();
     for watched in objects {
         let verdict = match &watched.last {
-            Some(last) => readiness::assess(last),
+            Some(last) => readiness::assess(last, load_balancers),
             None => Readiness::InProgress("not seen yet".into()),
         };
         match verdict {
@@ -175,7 +177,7 @@ pub async fn until_ready(
                     && pending.get(&key).is_some_and(|(reference, _)| {
                         let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
                         crate::objects::fill_type(&mut value, reference);
-                        readiness::assess(&value).is_ready()
+                        readiness::assess(&value, load_balancers).is_ready()
                     });
                 if finished && let Some((reference, _)) = pending.remove(&key) {
                     on_ready(&reference);
@@ -217,7 +219,7 @@ pub async fn until_ready(
         let reference = reference.clone();
         let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
         crate::objects::fill_type(&mut value, &reference);
-        match readiness::assess(&value) {
+        match readiness::assess(&value, load_balancers) {
             Readiness::Ready => {
                 pending.remove(&key);
                 on_ready(&reference);

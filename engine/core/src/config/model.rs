@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::readiness::LoadBalancers;
+
 use super::error::Location;
 
 /// `spec`, validated. Manifests live in [`Config::manifests`](super::Config::manifests),
@@ -184,6 +186,9 @@ pub enum Wait {
     On {
         /// How long to wait before failing the manifest.
         timeout: Duration,
+        /// Whether `LoadBalancer` Services must have an address
+        /// (`loadBalancers: true`); by default, as in helm, they need not.
+        load_balancers: LoadBalancers,
     },
 }
 
@@ -196,6 +201,7 @@ impl Default for Wait {
     fn default() -> Self {
         Self::On {
             timeout: Self::DEFAULT_TIMEOUT,
+            load_balancers: LoadBalancers::Ignored,
         }
     }
 }

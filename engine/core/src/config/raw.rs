@@ -201,9 +201,13 @@ pub(crate) struct RawWait {
     /// How long to wait for readiness (default 300).
     #[serde(rename = "timeoutSeconds")]
     pub timeout_seconds: Option<u64>,
+    /// Whether `LoadBalancer` Services must get an address (default `false`,
+    /// as helm's `--wait`).
+    #[serde(rename = "loadBalancers")]
+    pub load_balancers: Option<bool>,
 }
 
-/// `wait: true`, `wait: false` or `wait: {enabled, timeoutSeconds}`.
+/// `wait: true`, `wait: false` or `wait: {enabled, timeoutSeconds, loadBalancers}`.
 #[derive(JsonSchema)]
 #[schemars(rename = "Wait")]
 #[serde(untagged)]

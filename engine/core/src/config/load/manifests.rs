@@ -437,6 +437,7 @@ pub(super) fn go_helmfile_wait(config: &serde_json::Value) -> Option<Wait> {
         (None, None) => None,
         (_, timeout) => Some(Wait::On {
             timeout: timeout.unwrap_or(Wait::DEFAULT_TIMEOUT),
+            load_balancers: LoadBalancers::Ignored,
         }),
     }
 }
@@ -480,11 +481,19 @@ pub(super) fn parse_wait(
                 None | Some(0) => Wait::DEFAULT_TIMEOUT,
                 Some(secs) => Duration::from_secs(secs),
             };
-            Ok(Some(Wait::On { timeout }))
+            let load_balancers = if raw.load_balancers == Some(true) {
+                LoadBalancers::Awaited
+            } else {
+                LoadBalancers::Ignored
+            };
+            Ok(Some(Wait::On {
+                timeout,
+                load_balancers,
+            }))
         }
         Some(other) => Err(ConfigError::WrongType {
             field: path.to_string(),
-            expected: "`true`, `false` or a mapping with `enabled` and `timeoutSeconds`".to_owned(),
+            expected: "`true`, `false` or a mapping with `enabled`, `timeoutSeconds` and `loadBalancers`".to_owned(),
             found: describe(other),
             at: doc.value_span(path),
         }),

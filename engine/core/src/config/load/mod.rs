@@ -18,7 +18,7 @@ use serde_yaml::{Mapping, Value};
 use super::error::{ConfigError, Span, suggest};
 use super::model::{
     Check, Cluster, Environment, ExistNonExist, Manifest, MatchMode, Plugin, PluginSource,
-    Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+    LoadBalancers, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
 };
 use super::raw::{
     BUILTIN_BLOCKS, MANIFEST_FIELDS, PROVIDER_BLOCKS, RawCluster, RawEnvironment, RawManifest,
@@ -469,14 +469,13 @@ mod tests {
         );
         assert_eq!(
             wait(r#"{"wait": true}"#),
-            Some(Wait::On {
-                timeout: Wait::DEFAULT_TIMEOUT
-            })
+            Some(Wait::default())
         );
         assert_eq!(
             wait(r#"{"timeoutSeconds": 120}"#),
             Some(Wait::On {
-                timeout: Duration::from_secs(120)
+                timeout: Duration::from_secs(120),
+                load_balancers: LoadBalancers::Ignored,
             })
         );
     }
