@@ -759,3 +759,117 @@ fn the_reserved_namespace_and_one_object_in_two_manifests_are_refused_before_wri
             .is_some_and(|h| h.contains("ghost"));
     assert!(!still_ghost, "the ghost still holds the lock");
 }
+
+#[test]
+fn destroy_gets_past_an_api_service_whose_backend_never_comes_up_and_names_one_it_does_not_own() {
+    let Some(cluster) = TestCluster::start("stacks-api-service") else {
+        return;
+    };
+    // An aggregated API whose Service has no endpoints: never Available, so
+    // discovery of its group fails, and with it the namespace controller's
+    // deletion of every Namespace.
+    let api_service = |group: &str, namespace: &str| {
+        format!(
+            "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1beta1.{group}\nspec:\n  group: {group}\n  version: v1beta1\n  groupPriorityMinimum: 100\n  versionPriority: 100\n  insecureSkipTLSVerify: true\n  service:\n    name: backend\n    namespace: {namespace}\n    port: 443\n"
+        )
+    };
+    let metrics = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: metrics\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: backend\n  namespace: metrics\nspec:\n  selector: {{app: nothing-runs-this}}\n  ports:\n    - port: 443\n---\n{}",
+        api_service("metrics.k8s.io", "metrics")
+    );
+    let app = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  k: v\n";
+    let dir = project(&[
+        (
+            "tazuna.yaml",
+            &config(
+                None,
+                &[
+                    entry("metrics", "metrics.yaml", None, "      wait: false\n"),
+                    entry("app", "app.yaml", None, "      dependsOn: [metrics]\n"),
+                ],
+            ),
+        ),
+        ("metrics.yaml", &metrics),
+        ("app.yaml", app),
+    ]);
+    let dir = dir.path();
+    let apply = run(&cluster, dir, &["apply"]);
+    assert_eq!(apply.status.code(), Some(0), "{}", text(&apply));
+    let live = kubectl_json(&cluster, &["get", "apiservice", "v1beta1.metrics.k8s.io"]);
+    assert_ne!(
+        live["status"]["conditions"][0]["status"], "True",
+        "the APIService must be unavailable for this test: {live}"
+    );
+
+    // `app` goes first, but its Namespace can only go once the stack's
+    // APIService is gone; destroy deletes that first.
+    let destroyed = run(&cluster, dir, &["destroy", "--yes", "--timeout", "90"]);
+    assert_eq!(destroyed.status.code(), Some(0), "{}", text(&destroyed));
+    for object in [
+        &["namespace", "shop"][..],
+        &["namespace", "metrics"],
+        &["apiservice", "v1beta1.metrics.k8s.io"],
+    ] {
+        assert!(
+            gone_within(&cluster, object, 60),
+            "{object:?} is left: {}",
+            text(&destroyed)
+        );
+    }
+    assert_eq!(
+        state_names(&cluster),
+        Vec::<String>::new(),
+        "{}",
+        text(&destroyed)
+    );
+
+    // An unavailable APIService that is not the stack's: destroy cannot get
+    // past it, and says which one holds the Namespace.
+    let foreign = project(&[(
+        "apiservice.yaml",
+        &api_service("widgets.example.com", "nowhere"),
+    )]);
+    succeed(
+        cluster
+            .kubectl()
+            .args(["apply", "-f"])
+            .arg(foreign.path().join("apiservice.yaml")),
+    );
+    let dir2 = project(&[
+        (
+            "tazuna.yaml",
+            &config(None, &[entry("app", "app.yaml", None, "")]),
+        ),
+        ("app.yaml", app),
+    ]);
+    let apply = run(&cluster, dir2.path(), &["apply"]);
+    assert_eq!(apply.status.code(), Some(0), "{}", text(&apply));
+    let blocked = run(
+        &cluster,
+        dir2.path(),
+        &["destroy", "--yes", "--timeout", "15"],
+    );
+    assert_eq!(blocked.status.code(), Some(1), "{}", text(&blocked));
+    let said = printed(&blocked);
+    assert!(
+        said.contains("v1 Namespace shop: NamespaceDeletionDiscoveryFailure")
+            && said.contains("APIService `v1beta1.widgets.example.com` is unavailable"),
+        "{said}"
+    );
+    succeed(
+        cluster
+            .kubectl()
+            .args(["delete", "apiservice", "v1beta1.widgets.example.com"]),
+    );
+    let destroyed = run(
+        &cluster,
+        dir2.path(),
+        &["destroy", "--yes", "--timeout", "90"],
+    );
+    assert_eq!(destroyed.status.code(), Some(0), "{}", text(&destroyed));
+    assert!(
+        gone_within(&cluster, &["namespace", "shop"], 60),
+        "{}",
+        text(&destroyed)
+    );
+}

@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 
 pub use error::{ConfigError, Location, Span};
 pub use model::{
-    Check, Cluster, ContextRule, Environment, ExistNonExist, Manifest, MatchMode, Plugin,
-    LoadBalancers, PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+    Check, Cluster, ContextRule, Environment, ExistNonExist, LoadBalancers, Manifest, MatchMode,
+    Plugin, PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
 };
 
 use error::suggest;

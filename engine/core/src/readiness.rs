@@ -958,7 +958,11 @@ mod tests {
             ),
         ];
         for (object, expected) in rules {
-            assert_eq!(has_rule(&object, LoadBalancers::Awaited), expected, "{object}");
+            assert_eq!(
+                has_rule(&object, LoadBalancers::Awaited),
+                expected,
+                "{object}"
+            );
         }
     }
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tazuna_core::config::{self, Config, ConfigError, LoadOptions, Manifest, PluginSource};
+use tazuna_core::config::{self, Config, ConfigError, LoadOptions, Manifest, PluginSource, Wait};
 use tazuna_core::graph;
 use tazuna_core::hint::Hint;
 use tazuna_core::lock::{LockError, Lockfile};
@@ -663,6 +663,7 @@ impl Stack {
             git_commit: git_commit(&self.config.dir),
             tazuna_version: crate::VERSION.to_owned(),
             run_spec_tests: self.options.tags.is_empty(),
+            deletion_timeout: Wait::DEFAULT_TIMEOUT,
         };
         let run = Run {
             cluster,
@@ -801,6 +802,7 @@ impl Stack {
         &self,
         connection: &Connection,
         lock_timeout: Duration,
+        deletion_timeout: Duration,
         confirm: impl FnOnce(&Teardown) -> bool,
         observer: &dyn Observer,
     ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
@@ -834,7 +836,7 @@ impl Stack {
             // Objects a manifest that stays also records are left to it.
             let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
             let ownership = Ownership::new(Claims::default(), &rest, &staying, true);
-            let settings = teardown_settings();
+            let settings = teardown_settings(deletion_timeout);
             let run = Run {
                 cluster: &connection.cluster,
                 store,
@@ -1023,8 +1025,9 @@ fn load_plugin_set(
 }
 
 /// What taking objects down needs of the apply settings: deletes only, one
-/// manifest at a time.
-fn teardown_settings() -> ApplySettings {
+/// manifest at a time, each step's deletions waited for at most
+/// `deletion_timeout`.
+fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
     ApplySettings {
         conflicts: Conflicts::Report,
         recreate: Recreate::Never,
@@ -1035,6 +1038,7 @@ fn teardown_settings() -> ApplySettings {
         git_commit: None,
         tazuna_version: crate::VERSION.to_owned(),
         run_spec_tests: false,
+        deletion_timeout,
     }
 }
 

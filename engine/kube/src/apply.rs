@@ -120,6 +120,8 @@ pub struct ApplySettings {
     pub tazuna_version: String,
     /// Whether `spec.tests` run at the end.
     pub run_spec_tests: bool,
+    /// How long deleted objects (pruned, destroyed) may take to be gone.
+    pub deletion_timeout: Duration,
 }
 
 /// One manifest to apply.
@@ -354,6 +356,13 @@ impl Hint for ManifestError {
             }
             Self::UnknownField { .. } => Some(UNKNOWN_FIELD_HINT.into()),
             Self::State(error) => error.hint(),
+            Self::Wait(wait::WaitError::NotGone { blocking, .. }) if !blocking.is_empty() => {
+                let names = blocking.join("`, `");
+                Some(format!(
+                    "the namespace controller deletes no Namespace while APIService `{names}` is unavailable; bring its backend up, or remove it with `kubectl delete apiservice {}`, and rerun",
+                    blocking.join(" ")
+                ))
+            }
             _ => None,
         }
     }
@@ -1213,7 +1222,7 @@ impl Run<'_> {
             });
         }
         if !pending.is_empty() {
-            wait::until_gone(self.client(), pending, Duration::from_secs(300)).await?;
+            wait::until_gone(self.client(), pending, self.settings.deletion_timeout).await?;
         }
         Ok(tracked)
     }

@@ -1,19 +1,26 @@
 //! Taking manifests down from their state, without rendering anything:
 //! `tazuna destroy`, and prune of manifests removed from the file.
 //!
-//! Manifests go in reverse dependency order (reverse declaration order when
-//! none declares `dependsOn`), so custom resources go before the manifests
-//! whose CRDs define them. Inside a manifest, plain objects go first, then
-//! CRDs, then Namespaces, and each step waits until its objects are gone. A
-//! manifest's state is removed only after all its objects are.
+//! First, across all the manifests taken down, go the objects that make the
+//! API server call out to a backend: APIServices and admission webhook
+//! configurations. An aggregated API whose backend is gone makes discovery
+//! fail, and the namespace controller then deletes no Namespace anywhere; a
+//! webhook whose backend is gone refuses the deletes it intercepts.
+//!
+//! Then manifests go in reverse dependency order (reverse declaration order
+//! when none declares `dependsOn`), so custom resources go before the
+//! manifests whose CRDs define them. Inside a manifest, plain objects go
+//! first, then CRDs, then Namespaces, and each step waits until its objects
+//! are gone. A manifest's state is removed only after all its objects are.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use tazuna_core::graph;
 use tazuna_core::inventory::{ObjectRef, Phase};
 
 use crate::apply::{Action, Counts, Event, Failure, ManifestOutcome, Outcome, Prune, Run};
+use crate::state::Entry;
 use crate::state::Stored;
 
 /// Manifests of `states` in the order they are taken down: reverse
@@ -26,6 +33,29 @@ pub fn order(states: &BTreeMap<String, Stored>) -> Vec<&Stored> {
         .into_iter()
         .map(|i| stored[i])
         .collect()
+}
+
+/// What the first pass of a take-down did for one manifest.
+#[derive(Default)]
+struct Early {
+    /// The objects it removed or kept.
+    handled: HashSet<ObjectRef>,
+    /// Those of them kept, which stay in the record.
+    kept: Vec<ObjectRef>,
+    counts: Counts,
+}
+
+/// Whether the API server calls out to a backend for `object`: an
+/// APIService or an admission webhook configuration.
+fn calls_out(object: &ObjectRef) -> bool {
+    matches!(
+        (object.group.as_str(), object.kind.as_str()),
+        ("apiregistration.k8s.io", "APIService")
+            | (
+                "admissionregistration.k8s.io",
+                "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+            )
+    )
 }
 
 impl graph::Node for Stored {
@@ -61,10 +91,23 @@ impl Run<'_> {
         prune: Prune,
         deleted: Action,
     ) -> Vec<ManifestOutcome> {
+        let (mut early, mut early_failure) =
+            self.take_down_callouts(manifests, prune, deleted).await;
         let mut outcomes = Vec::new();
-        let mut failed: Option<String> = None;
+        let mut failed: Option<String> = early_failure.as_ref().map(|(name, _)| name.clone());
         for stored in manifests {
             let name = stored.state.manifest.clone();
+            if let Some((first, error)) = early_failure.take_if(|(first, _)| *first == name) {
+                let outcome = ManifestOutcome {
+                    manifest: first,
+                    outcome: Outcome::Failed(error),
+                    counts: early.remove(&name).map(|e| e.counts).unwrap_or_default(),
+                    elapsed: Duration::ZERO,
+                };
+                self.observer.event(Event::Finished(outcome.clone()));
+                outcomes.push(outcome);
+                continue;
+            }
             if let Some(first) = &failed {
                 let outcome = ManifestOutcome {
                     manifest: name,
@@ -77,9 +120,17 @@ impl Run<'_> {
                 continue;
             }
             let started = Instant::now();
-            let mut counts = Counts::default();
+            let early = early.remove(&name).unwrap_or_default();
+            let mut counts = early.counts;
             let result = self
-                .take_down_manifest(stored, prune, deleted, &mut counts)
+                .take_down_manifest(
+                    stored,
+                    prune,
+                    deleted,
+                    &early.handled,
+                    early.kept,
+                    &mut counts,
+                )
                 .await;
             let outcome = ManifestOutcome {
                 manifest: name.clone(),
@@ -99,14 +150,60 @@ impl Run<'_> {
         outcomes
     }
 
+    /// Delete, for each of `manifests`, its APIServices and admission webhook
+    /// configurations that no other manifest keeps, before anything else.
+    /// Returns what each manifest's removal handled, and the first failure
+    /// with its manifest, which stops the rest.
+    async fn take_down_callouts(
+        &self,
+        manifests: &[&Stored],
+        prune: Prune,
+        deleted: Action,
+    ) -> (HashMap<String, Early>, Option<(String, Failure)>) {
+        let mut early = HashMap::new();
+        for stored in manifests {
+            let name = &stored.state.manifest;
+            let objects: Vec<ObjectRef> = stored
+                .state
+                .objects
+                .iter()
+                .rev()
+                .map(Entry::object)
+                .filter(|o| calls_out(o) && self.ownership.kept_by(&o.key(), name).is_none())
+                .collect();
+            if objects.is_empty() {
+                continue;
+            }
+            let mut done = Early {
+                handled: objects.iter().cloned().collect(),
+                ..Early::default()
+            };
+            let result = self
+                .remove(name, objects, prune, deleted, &mut done.counts)
+                .await;
+            match result {
+                Ok(kept) => done.kept = kept,
+                Err(error) => {
+                    early.insert(name.clone(), done);
+                    return (early, Some((name.clone(), Failure::of(&error))));
+                }
+            }
+            early.insert(name.clone(), done);
+        }
+        (early, None)
+    }
+
     /// Delete one record's objects that no other manifest keeps; plain
-    /// objects first, then CRDs, then Namespaces, each step waited for. The
+    /// objects first, then CRDs, then Namespaces, each step waited for.
+    /// Objects in `handled` were removed already (`kept` of them stay). The
     /// record goes when nothing of it is left, else it keeps what was kept.
     async fn take_down_manifest(
         &self,
         stored: &Stored,
         prune: Prune,
         deleted: Action,
+        handled: &HashSet<ObjectRef>,
+        mut kept: Vec<ObjectRef>,
         counts: &mut Counts,
     ) -> Result<(), Failure> {
         let name = &stored.state.manifest;
@@ -118,7 +215,7 @@ impl Run<'_> {
         for entry in stored.state.objects.iter().rev() {
             let object = entry.object();
             // Another manifest renders or records it now: it moved there.
-            if self.ownership.kept_by(&object.key(), name).is_some() {
+            if self.ownership.kept_by(&object.key(), name).is_some() || handled.contains(&object) {
                 continue;
             }
             phases
@@ -126,7 +223,6 @@ impl Run<'_> {
                 .or_default()
                 .push(object);
         }
-        let mut kept = Vec::new();
         for (_, objects) in phases {
             kept.extend(
                 self.remove(name, objects, prune, deleted, counts)

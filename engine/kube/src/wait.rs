@@ -42,6 +42,16 @@ pub enum WaitError {
         /// How long it waited.
         timeout: Duration,
     },
+    /// Deleted objects still there when time ran out.
+    #[error("{} still there {}s after deletion:{}", plural(.pending.len()), .timeout.as_secs(), .pending.iter().map(|(o, why)| format!("\n  - {o}: {why}")).collect::<String>())]
+    NotGone {
+        /// What was still there, and what holds it.
+        pending: Vec<(ObjectRef, String)>,
+        /// How long it waited.
+        timeout: Duration,
+        /// The APIServices a Namespace's deletion is stuck on.
+        blocking: Vec<String>,
+    },
     /// An object reported a terminal failure.
     #[error("{object} failed: {reason}")]
     Failed {
@@ -241,7 +251,8 @@ pub async fn until_ready(
 }
 
 /// Wait until each of `objects` (deleted, possibly with finalizers pending)
-/// is gone, at most `timeout`; a timeout names what is still there.
+/// is gone, at most `timeout`; a timeout names what is still there and what
+/// holds it, read from the object itself.
 pub async fn until_gone(
     client: &Client,
     objects: Vec<(ObjectRef, Resolved)>,
@@ -249,28 +260,154 @@ pub async fn until_gone(
 ) -> Result<(), WaitError> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut left = Vec::new();
+    let mut blocking = Vec::new();
     for (object, resolved) in objects {
         let api = api_for(client, &resolved, object.namespace.as_deref());
         let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
         let gone = tokio::time::timeout(
             remaining,
-            kube::runtime::wait::await_condition(api, &object.name, |o: Option<&DynamicObject>| {
-                o.is_none()
-            }),
+            kube::runtime::wait::await_condition(
+                api.clone(),
+                &object.name,
+                |o: Option<&DynamicObject>| o.is_none(),
+            ),
         )
         .await;
         match gone {
             Ok(Ok(_)) => {}
             Ok(Err(error)) => left.push((object, format!("cannot watch it: {error}"))),
-            Err(_) => left.push((object, "still there (finalizers may be pending)".into())),
+            Err(_) => {
+                let live = api.get_opt(&object.name).await.ok().flatten();
+                let value = live.map(|live| serde_json::to_value(live).unwrap_or(Value::Null));
+                let Some(value) = value else {
+                    continue;
+                };
+                let holding = Holding::of(&value);
+                blocking.extend(holding.api_services.iter().cloned());
+                left.push((object, holding.reason));
+            }
         }
     }
     if left.is_empty() {
-        Ok(())
-    } else {
-        Err(WaitError::Timeout {
-            pending: left,
-            timeout,
+        return Ok(());
+    }
+    blocking.sort();
+    blocking.dedup();
+    Err(WaitError::NotGone {
+        pending: left,
+        timeout,
+        blocking,
+    })
+}
+
+/// What keeps a deleted object from going away, as the object says.
+#[derive(Debug, PartialEq, Eq)]
+struct Holding {
+    /// In the object's terms: its finalizers, and a Namespace's conditions.
+    reason: String,
+    /// The APIServices (`v1beta1.metrics.k8s.io`) whose discovery failure
+    /// stops the namespace controller.
+    api_services: Vec<String>,
+}
+
+impl Holding {
+    fn of(object: &Value) -> Self {
+        let mut parts = Vec::new();
+        let mut api_services = Vec::new();
+        let failing = |kind: &str| kind.starts_with("Namespace") || kind.contains("Failure");
+        for condition in object["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let kind = condition["type"].as_str().unwrap_or_default();
+            if condition["status"] != "True" || !failing(kind) {
+                continue;
+            }
+            let message = condition["message"].as_str().unwrap_or_default();
+            if kind == "NamespaceDeletionDiscoveryFailure" {
+                api_services.extend(failing_api_services(message));
+            }
+            parts.push(format!("{kind}: {message}"));
+        }
+        let finalizers: Vec<&str> = object["metadata"]["finalizers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !finalizers.is_empty() {
+            parts.push(format!("finalizers `{}` pending", finalizers.join("`, `")));
+        }
+        let reason = if parts.is_empty() {
+            "still there".to_owned()
+        } else {
+            parts.join("; ")
+        };
+        Self {
+            reason,
+            api_services,
+        }
+    }
+}
+
+/// The APIServices named by a `NamespaceDeletionDiscoveryFailure` message
+/// such as `Discovery failed for some groups, 1 failing: unable to retrieve
+/// the complete list of server APIs: metrics.k8s.io/v1beta1: stale
+/// GroupVersion discovery: metrics.k8s.io/v1beta1`.
+fn failing_api_services(message: &str) -> Vec<String> {
+    let mut names: Vec<String> = message
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .map(|word| word.trim_end_matches(':'))
+        .filter_map(|word| word.split_once('/'))
+        .filter(|(group, version)| {
+            group.contains('.')
+                && version.starts_with('v')
+                && version[1..].starts_with(|c: char| c.is_ascii_digit())
+                && version.chars().all(|c| c.is_ascii_alphanumeric())
         })
+        .map(|(group, version)| format!("{version}.{group}"))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_namespace_stuck_on_discovery_names_the_api_service() {
+        let namespace = json!({
+            "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "app" },
+            "spec": { "finalizers": ["kubernetes"] },
+            "status": { "phase": "Terminating", "conditions": [
+                { "type": "NamespaceDeletionDiscoveryFailure", "status": "True", "reason": "DiscoveryFailed",
+                  "message": "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1" },
+                { "type": "NamespaceDeletionContentFailure", "status": "False", "reason": "ContentDeleted",
+                  "message": "All content successfully deleted, may be waiting on finalization" },
+            ] },
+        });
+        let holding = Holding::of(&namespace);
+        assert_eq!(holding.api_services, ["v1beta1.metrics.k8s.io"]);
+        assert_eq!(
+            holding.reason,
+            "NamespaceDeletionDiscoveryFailure: Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: metrics.k8s.io/v1beta1: stale GroupVersion discovery: metrics.k8s.io/v1beta1"
+        );
+    }
+
+    #[test]
+    fn an_object_held_by_finalizers_names_them() {
+        let widget = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": { "name": "w", "finalizers": ["example.com/cleanup"], "deletionTimestamp": "2026-01-01T00:00:00Z" },
+        });
+        let holding = Holding::of(&widget);
+        assert_eq!(holding.reason, "finalizers `example.com/cleanup` pending");
+        assert!(holding.api_services.is_empty());
+        assert_eq!(Holding::of(&json!({})).reason, "still there");
     }
 }

@@ -34,6 +34,12 @@ pub struct Destroy {
     /// How long to wait for another run's lock on the cluster, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     lock_timeout: u64,
+
+    /// How long each step may wait for its deleted objects (held by
+    /// finalizers, or Namespaces the namespace controller empties) to be
+    /// gone, in seconds. A timeout names what holds them.
+    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+    timeout: u64,
 }
 
 impl Destroy {
@@ -58,6 +64,7 @@ impl Destroy {
             .destroy(
                 &connection,
                 Duration::from_secs(self.lock_timeout),
+                Duration::from_secs(self.timeout),
                 confirm,
                 &progress,
             )

@@ -493,7 +493,9 @@ pub(super) fn parse_wait(
         }
         Some(other) => Err(ConfigError::WrongType {
             field: path.to_string(),
-            expected: "`true`, `false` or a mapping with `enabled`, `timeoutSeconds` and `loadBalancers`".to_owned(),
+            expected:
+                "`true`, `false` or a mapping with `enabled`, `timeoutSeconds` and `loadBalancers`"
+                    .to_owned(),
             found: describe(other),
             at: doc.value_span(path),
         }),

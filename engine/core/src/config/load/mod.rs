@@ -17,8 +17,8 @@ use serde_yaml::{Mapping, Value};
 
 use super::error::{ConfigError, Span, suggest};
 use super::model::{
-    Check, Cluster, Environment, ExistNonExist, Manifest, MatchMode, Plugin, PluginSource,
-    LoadBalancers, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+    Check, Cluster, Environment, ExistNonExist, LoadBalancers, Manifest, MatchMode, Plugin,
+    PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
 };
 use super::raw::{
     BUILTIN_BLOCKS, MANIFEST_FIELDS, PROVIDER_BLOCKS, RawCluster, RawEnvironment, RawManifest,
@@ -467,10 +467,7 @@ mod tests {
             wait(r#"{"wait": false, "timeoutSeconds": 9}"#),
             Some(Wait::Off)
         );
-        assert_eq!(
-            wait(r#"{"wait": true}"#),
-            Some(Wait::default())
-        );
+        assert_eq!(wait(r#"{"wait": true}"#), Some(Wait::default()));
         assert_eq!(
             wait(r#"{"timeoutSeconds": 120}"#),
             Some(Wait::On {
