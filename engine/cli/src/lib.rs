@@ -26,7 +26,7 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::{
     apply, build, check, completions, destroy, init, plan, plugin, schema, state, status, tags,
-    verify, version,
+    test, verify, version,
 };
 use crate::settings::{GlobalArgs, GlobalSettings};
 
@@ -61,6 +61,7 @@ enum Command {
     #[command(subcommand)]
     State(state::State),
     Destroy(destroy::Destroy),
+    Test(test::Test),
     Verify(verify::Verify),
     Tags(tags::Tags),
     #[command(subcommand)]
@@ -92,6 +93,7 @@ pub fn run() -> ExitCode {
         Command::Status(cmd) => cmd.run(&settings),
         Command::State(cmd) => cmd.run(&settings),
         Command::Destroy(cmd) => cmd.run(&settings),
+        Command::Test(cmd) => cmd.run(&settings),
         Command::Verify(cmd) => cmd.run(&settings),
         Command::Tags(cmd) => cmd.run(&settings),
         Command::Plugin(cmd) => cmd.run(&settings),

@@ -226,6 +226,11 @@ impl Progress {
                 view.running.remove(&outcome.manifest);
                 return false;
             }
+            Event::Note {
+                manifest,
+                object,
+                note,
+            } => view.draw(&[format!("  {manifest}: {object} ({note})")], self.started),
             Event::TestPassed { .. } => return false,
         }
         true
@@ -276,6 +281,11 @@ impl Observer for Progress {
                 ));
             }
             Event::Waiting { .. } | Event::Ready { .. } => {}
+            Event::Note {
+                manifest,
+                object,
+                note,
+            } => self.line(&format!("  {manifest}: {object} ({note})")),
             Event::TestPassed { manifest, test } => {
                 self.line(&format!(
                     "  {}: passed {test}",
@@ -359,6 +369,13 @@ fn event_json(event: &Event) -> serde_json::Value {
         }
         Event::Ready { manifest, object } => {
             serde_json::json!({"event": "ready", "manifest": manifest, "object": object.to_string()})
+        }
+        Event::Note {
+            manifest,
+            object,
+            note,
+        } => {
+            serde_json::json!({"event": "note", "manifest": manifest, "object": object.to_string(), "note": note})
         }
         Event::TestPassed { manifest, test } => {
             serde_json::json!({"event": "test-passed", "manifest": manifest, "test": test})

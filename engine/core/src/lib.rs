@@ -14,6 +14,7 @@ pub mod config;
 pub mod diff;
 pub mod graph;
 pub mod hint;
+pub mod hooks;
 pub mod inventory;
 pub mod lock;
 pub mod readiness;

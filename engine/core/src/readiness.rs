@@ -64,10 +64,12 @@ pub enum LoadBalancers {
 
 /// Whether `object` (as rendered) goes away by design once it has done its
 /// work: a Job with `spec.ttlSecondsAfterFinished`, which the TTL controller
-/// deletes after it finishes. Such an object, gone after an apply of the same
+/// deletes after it finishes, or a helm hook with the delete policy
+/// `hook-succeeded`. Such an object, gone after an apply of the same
 /// content, is done: not re-created, not drift, not missing.
 pub fn removed_when_done(object: &Value) -> bool {
-    kind_of(object) == ("batch", "Job") && object["spec"]["ttlSecondsAfterFinished"].is_u64()
+    (kind_of(object) == ("batch", "Job") && object["spec"]["ttlSecondsAfterFinished"].is_u64())
+        || crate::hooks::deleted_when_succeeded(object)
 }
 
 /// The readiness of `object`, a live object as the API server returns it.
@@ -304,6 +306,14 @@ fn pod(object: &Value) -> Readiness {
     let phase = text(object, &["status", "phase"]);
     if phase == Some("Succeeded") {
         return Readiness::Ready;
+    }
+    // A hook Pod (a chart test, a migration) is done when it has run to the
+    // end, as helm judges it; running and ready is not enough.
+    if crate::hooks::is_hook(object) && phase != Some("Failed") {
+        return Readiness::InProgress(format!(
+            "a helm hook in phase `{}`, waiting for `Succeeded`",
+            phase.unwrap_or("Pending")
+        ));
     }
     let ready = condition(object, "Ready");
     if ready.as_ref().is_some_and(|c| c.status == "True") {

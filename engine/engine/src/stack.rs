@@ -731,6 +731,53 @@ impl Stack {
         Ok(outcomes)
     }
 
+    /// Run the chart tests (helm test hooks) of the selected manifests on a
+    /// cluster they were applied to, under the Lease, as `helm test` does.
+    /// Nothing is recorded in state.
+    pub async fn test(
+        &self,
+        connection: &Connection,
+        lock_timeout: Duration,
+        observer: &dyn Observer,
+    ) -> Result<Vec<ManifestOutcome>, RunError> {
+        let selected = self.selected()?;
+        let rendered =
+            tokio::task::block_in_place(|| self.render_for(&selected, &connection.cluster))?;
+        let store = &connection.store;
+        let guard = store.lock(&holder_identity(), lock_timeout).await?;
+        let outcome = async {
+            let states = self.states(connection).await?;
+            let declared = self.declared();
+            let ownership = Ownership::new(Claims::default(), &states.own, &declared, false);
+            let hash_key = store.hash_key().await?.unwrap_or_default();
+            let settings = teardown_settings(Wait::DEFAULT_TIMEOUT);
+            let run = Run {
+                cluster: &connection.cluster,
+                store,
+                states: &states.own,
+                stack: self.name(),
+                ownership: &ownership,
+                hash_key: &hash_key,
+                settings: &settings,
+                observer,
+            };
+            let units: Vec<Unit> = selected
+                .iter()
+                .zip(rendered)
+                .enumerate()
+                .map(|(position, (manifest, rendered))| Unit {
+                    manifest,
+                    position,
+                    rendered,
+                })
+                .collect();
+            Ok(run.chart_tests(&units).await)
+        }
+        .await;
+        guard.release().await;
+        outcome
+    }
+
     /// Compare the file with the cluster (`plan`, `state drift`) or with the
     /// state (`state diff`), for the stack's own records only. Refuses what
     /// apply would refuse.

@@ -22,6 +22,7 @@ use kube::api::{DeleteParams, Patch, PropagationPolicy};
 use kube::{Api, Client};
 use serde_json::Value;
 use tazuna_core::config::{LoadBalancers, Manifest, Test, Wait};
+use tazuna_core::hooks;
 use tazuna_core::inventory::{self, ObjectRef, Phase};
 
 use tazuna_core::hint::Hint;
@@ -52,13 +53,29 @@ const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(15);
 /// What the manifests of one run share: who provides which CRD, which
 /// manifests have applied so far, and (for a dry run) which namespaces the
 /// run would create.
-struct Shared {
+pub(crate) struct Shared {
     providers: HashMap<(String, String), Provider>,
     applied: std::sync::Mutex<HashSet<String>>,
     /// Namespaces rendered by this run.
     namespaces: HashSet<String>,
     /// Namespaces that exist live; read once, by dry runs only.
     live_namespaces: tokio::sync::OnceCell<HashSet<String>>,
+}
+
+impl Shared {
+    /// What `units`, one run's manifests, share.
+    pub(crate) fn new(units: &[Unit<'_>]) -> Self {
+        Self {
+            providers: crd_providers(units),
+            applied: std::sync::Mutex::new(HashSet::new()),
+            namespaces: crate::namespaces::provided(
+                units
+                    .iter()
+                    .filter_map(|u| Some((u.manifest, u.rendered.as_ref().ok()?))),
+            ),
+            live_namespaces: tokio::sync::OnceCell::new(),
+        }
+    }
 }
 
 /// What happens on a field conflict with another manager.
@@ -210,6 +227,16 @@ pub enum Event {
         /// The object.
         object: ObjectRef,
     },
+    /// Something about an object the user should know, that is no change:
+    /// a helm hook an apply leaves out.
+    Note {
+        /// The manifest.
+        manifest: String,
+        /// The object.
+        object: ObjectRef,
+        /// What to know.
+        note: String,
+    },
     /// A test passed.
     TestPassed {
         /// The manifest (`None` for `spec.tests`).
@@ -333,6 +360,11 @@ pub(crate) enum ManifestError {
     Rejected { object: ObjectRef, message: String },
     #[error("{0}")]
     Wait(#[from] wait::WaitError),
+    #[error("helm hook {object} did not succeed: {wait}")]
+    Hook {
+        object: ObjectRef,
+        wait: wait::WaitError,
+    },
     #[error("{0}")]
     State(#[from] crate::state::StateError),
     #[error("{0}")]
@@ -398,20 +430,20 @@ impl std::fmt::Debug for Run<'_> {
 
 /// A rendered object made ready to send.
 #[derive(Debug, Clone)]
-struct Prepared {
-    object: ObjectRef,
+pub(crate) struct Prepared {
+    pub(crate) object: ObjectRef,
     value: Value,
     hash: String,
     /// Its kind on the cluster; `None` in a dry run when the run itself
     /// would create the kind (its CRD is in the run), so nothing is sent.
-    resolved: Option<Resolved>,
+    pub(crate) resolved: Option<Resolved>,
     /// Tazuna's intent for it is what the state records: a field conflict
     /// with a hand edit is drift, which apply takes back.
     restore: bool,
 }
 
 impl Run<'_> {
-    fn client(&self) -> &Client {
+    pub(crate) fn client(&self) -> &Client {
         self.cluster.client()
     }
 
@@ -424,16 +456,7 @@ impl Run<'_> {
         layers: &[Vec<usize>],
         sequential: bool,
     ) -> Vec<ManifestOutcome> {
-        let shared = Shared {
-            providers: crd_providers(units),
-            applied: std::sync::Mutex::new(HashSet::new()),
-            namespaces: crate::namespaces::provided(
-                units
-                    .iter()
-                    .filter_map(|u| Some((u.manifest, u.rendered.as_ref().ok()?))),
-            ),
-            live_namespaces: tokio::sync::OnceCell::new(),
-        };
+        let shared = Shared::new(units);
         let mut outcomes: Vec<Option<ManifestOutcome>> = vec![None; units.len()];
         let mut failed: HashSet<String> = HashSet::new();
         let mut stop_all: Option<String> = None;
@@ -639,6 +662,84 @@ impl Run<'_> {
             .map(|p| p.state.objects.iter().map(|e| (e.object(), e)).collect())
             .unwrap_or_default();
 
+        // Helm hooks first go apart from the rest: they run before it and
+        // after it is ready, and only when the apply changes something.
+        let values: Vec<&Value> = rendered.objects.iter().map(|o| &o.value).collect();
+        let release = if prior.is_empty() {
+            hooks::Release::Install
+        } else {
+            hooks::Release::Upgrade
+        };
+        let split = hooks::split(&values, release);
+        let run_hooks = split.has_hooks() && {
+            let sent: Vec<&Value> = split
+                .main
+                .iter()
+                .copied()
+                .chain(split.pre.iter().chain(&split.post).map(|h| h.index))
+                .map(|i| values[i])
+                .collect();
+            release == hooks::Release::Install || self.changes(&sent, &values, manifest, &prior)
+        };
+        for (index, why) in &split.left_out {
+            self.note_hook(name, values[*index], why);
+        }
+        for hook in &split.tests {
+            self.note_hook(
+                name,
+                values[hook.index],
+                "a chart test; not applied, `tazuna test` runs it",
+            );
+        }
+        // Hooks that do not run now keep what their last run recorded.
+        let resting = split
+            .left_out
+            .iter()
+            .map(|(index, _)| (*index, false))
+            .chain(split.tests.iter().map(|h| (h.index, false)))
+            .chain(
+                split
+                    .pre
+                    .iter()
+                    .chain(&split.post)
+                    .filter(|_| !run_hooks)
+                    .map(|h| (h.index, true)),
+            );
+        for (index, runs_here) in resting {
+            let Some(object) = self.identity(values[index], manifest) else {
+                continue;
+            };
+            let Some(entry) = prior.get(&object) else {
+                continue;
+            };
+            entries.push((*entry).clone());
+            if runs_here {
+                counts.add(Action::Unchanged);
+                self.observer.event(Event::Object {
+                    manifest: name.to_owned(),
+                    object,
+                    action: Action::Unchanged,
+                    note: None,
+                });
+            }
+        }
+        let hook_timeout = match manifest.wait {
+            Wait::On { timeout, .. } => timeout,
+            Wait::Off => Wait::DEFAULT_TIMEOUT,
+        };
+        if run_hooks {
+            self.run_hooks(
+                manifest,
+                &split.pre,
+                &values,
+                shared,
+                hook_timeout,
+                counts,
+                entries,
+            )
+            .await?;
+        }
+
         // Three steps, each keeping the rendered order; objects are copied
         // once, when prepared:
         // 1. Namespaces, which namespaced objects need;
@@ -653,7 +754,8 @@ impl Run<'_> {
             .filter_map(|o| defined_kind(&o.value))
             .collect();
         let mut steps: [Vec<&Value>; 3] = Default::default();
-        for (index, rendered_object) in rendered.objects.iter().enumerate() {
+        for index in split.main.iter().copied() {
+            let rendered_object = &rendered.objects[index];
             let Some(object) = ObjectRef::of(&rendered_object.value) else {
                 return Err(ManifestError::Anonymous { index: index + 1 });
             };
@@ -758,6 +860,18 @@ impl Run<'_> {
             };
             wait::until_ready(self.client(), waiting, timeout, load_balancers, &on_ready).await?;
         }
+        if run_hooks {
+            self.run_hooks(
+                manifest,
+                &split.post,
+                &values,
+                shared,
+                hook_timeout,
+                counts,
+                entries,
+            )
+            .await?;
+        }
         for test in &manifest.tests {
             crate::checks::run(self.client(), self.cluster, test)
                 .await
@@ -768,6 +882,17 @@ impl Run<'_> {
             });
         }
         Ok(())
+    }
+
+    /// Tell the user about a hook this apply leaves out.
+    fn note_hook(&self, manifest: &str, value: &Value, why: &str) {
+        if let Some(object) = ObjectRef::of(value) {
+            self.observer.event(Event::Note {
+                manifest: manifest.to_owned(),
+                object,
+                note: format!("helm hook left out: {why}"),
+            });
+        }
     }
 
     /// The kind of `object` on the cluster. A kind whose CRD this manifest, or
@@ -878,7 +1003,7 @@ impl Run<'_> {
     }
 
     /// Namespace defaulting and resolution against discovery.
-    async fn prepare(
+    pub(crate) async fn prepare(
         &self,
         mut value: Value,
         manifest: &Manifest,
@@ -903,7 +1028,7 @@ impl Run<'_> {
     /// Send what changed in one phase; returns every object's new state entry,
     /// with the apply response for those that were sent, in rendered order,
     /// and the first error. Objects handled before an error are returned too.
-    async fn apply_phase(
+    pub(crate) async fn apply_phase(
         &self,
         manifest: &str,
         prepared: Vec<Prepared>,

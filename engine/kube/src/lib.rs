@@ -19,6 +19,7 @@ pub mod checks;
 pub mod cluster;
 pub mod destroy;
 pub mod guard;
+mod hooks;
 pub mod live;
 pub mod namespaces;
 pub mod objects;

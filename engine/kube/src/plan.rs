@@ -15,6 +15,7 @@ use kube::api::Patch;
 use serde_json::Value;
 use tazuna_core::config::Manifest;
 use tazuna_core::diff;
+use tazuna_core::hooks;
 use tazuna_core::inventory::{self, ObjectRef};
 
 use crate::cluster::{Cluster, Resolved};
@@ -176,11 +177,21 @@ pub async fn compare(
         let name = &intent.manifest.name;
         let prior = recorded(states, name);
         let values: Vec<&Value> = intent.rendered.objects.iter().map(|o| &o.value).collect();
+        let left_out = hooks_left_out(&values, prior.is_empty());
         let mut seen = HashSet::new();
         for index in inventory::apply_order(&values) {
             let Some(object) = ObjectRef::of(values[index]) else {
                 continue;
             };
+            if left_out.contains(&index) {
+                // Recorded by an earlier run, it stays recorded.
+                if let Some(resolved) = cluster.resolve(&object) {
+                    let mut value = values[index].clone();
+                    prepare_object(&mut value, &resolved, intent.manifest);
+                    seen.extend(ObjectRef::of(&value));
+                }
+                continue;
+            }
             let mut value = values[index].clone();
             let Some(resolved) = cluster.resolve(&object) else {
                 if question == Question::Plan {
@@ -410,12 +421,20 @@ pub fn pending(
         let name = &intent.manifest.name;
         let prior = recorded(states, name);
         let values: Vec<&Value> = intent.rendered.objects.iter().map(|o| &o.value).collect();
+        let left_out = hooks_left_out(&values, prior.is_empty());
         let mut seen = HashSet::new();
         for index in inventory::apply_order(&values) {
             let mut value = values[index].clone();
             let Some(object) = ObjectRef::of(&value) else {
                 continue;
             };
+            if left_out.contains(&index) {
+                if let Some(resolved) = resolve(&object) {
+                    prepare_object(&mut value, &resolved, intent.manifest);
+                    seen.extend(ObjectRef::of(&value));
+                }
+                continue;
+            }
             let Some(resolved) = resolve(&object) else {
                 // The kind is not served yet, so its scope is unknown: it
                 // cannot have been applied in this form.
@@ -474,6 +493,23 @@ pub fn pending(
 
 /// A delete of `object` of `manifest`, which is no longer rendered (`why`),
 /// with a note that says what `apply` will really do with it.
+/// Indices of the helm hooks an apply of `values` leaves out (chart tests,
+/// delete hooks, install hooks of an upgrade): they are not compared.
+fn hooks_left_out(values: &[&Value], first: bool) -> HashSet<usize> {
+    let release = if first {
+        hooks::Release::Install
+    } else {
+        hooks::Release::Upgrade
+    };
+    let split = hooks::split(values, release);
+    split
+        .left_out
+        .iter()
+        .map(|(index, _)| *index)
+        .chain(split.tests.iter().map(|hook| hook.index))
+        .collect()
+}
+
 fn prune_change(
     manifest: &str,
     object: &ObjectRef,

@@ -1,5 +1,5 @@
 //! Reading `helm template` output (also what `helmfile template` prints) back: objects named
-//! after their template, and hooks pointed out. Also what both commands are told about the
+//! after their template, hooks among them. Also what both commands are told about the
 //! target cluster.
 //!
 //! helm prints each rendered document as `---`, a `# Source: <chart>/templates/<file>` comment,
@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use tazuna_sdk::{ClusterInfo, Diagnostic};
+use tazuna_sdk::ClusterInfo;
 
 use crate::documents::{Format, Objects};
 
@@ -27,10 +27,9 @@ pub fn kube_version_flag(
 /// What one `helm template` (or `helmfile template`) printed, read.
 #[derive(Debug, Default)]
 pub struct Read {
-    /// The objects, with notes and errors.
+    /// The objects, with notes and errors. Helm hooks are among them, as
+    /// helm prints them; the engine runs them by their annotations.
     pub objects: Objects,
-    /// One warning per helm hook.
-    pub hooks: Vec<Diagnostic>,
 }
 
 /// Reads helm's stdout.
@@ -51,18 +50,6 @@ pub fn read(stdout: &str) -> Read {
             let count = seen.entry(source.clone()).or_default();
             object.origin = format!("{source}#{count}");
             *count += 1;
-        }
-    }
-    for object in &read.objects.objects {
-        if let Some(hook) = annotation(&object.fields, "helm.sh/hook") {
-            read.hooks.push(
-                Diagnostic::warning(format!(
-                    "{} `{}` is a helm hook (`{hook}`); Tazuna applies it as an ordinary object, in order with the rest, and ignores its hook policies",
-                    object.fields.get("kind").and_then(|k| k.as_str()).unwrap_or("object"),
-                    name(&object.fields),
-                ))
-                .at(object.origin.as_str()),
-            );
         }
     }
     read
@@ -89,25 +76,6 @@ fn chunks(stdout: &str) -> Vec<&str> {
 fn is_blank(line: &str) -> bool {
     let line = line.trim();
     line.is_empty() || line == "---" || line.starts_with('#')
-}
-
-fn annotation<'a>(
-    object: &'a serde_json::Map<String, serde_json::Value>,
-    key: &str,
-) -> Option<&'a str> {
-    object
-        .get("metadata")?
-        .get("annotations")?
-        .get(key)?
-        .as_str()
-}
-
-fn name(object: &serde_json::Map<String, serde_json::Value>) -> &str {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(|n| n.as_str())
-        .unwrap_or("?")
 }
 
 #[cfg(test)]
@@ -143,17 +111,13 @@ mod tests {
     }
 
     #[test]
-    fn hooks_are_pointed_out() {
+    fn hooks_stay_among_the_objects_with_their_annotations() {
         let read = read(OUTPUT);
-        assert_eq!(read.hooks.len(), 1);
-        assert!(
-            read.hooks[0]
-                .message
-                .contains("Job `migrate` is a helm hook (`pre-install,pre-upgrade`)")
-        );
+        let job = read.objects.objects.last().unwrap();
+        assert_eq!(job.origin, "hello/templates/job.yaml#0");
         assert_eq!(
-            read.hooks[0].path.as_deref(),
-            Some("hello/templates/job.yaml#0")
+            job.fields["metadata"]["annotations"]["helm.sh/hook"],
+            "pre-install,pre-upgrade"
         );
     }
 

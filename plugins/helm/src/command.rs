@@ -23,7 +23,8 @@ pub struct Template<'a> {
 
 /// The arguments of `helm template` for `template`.
 ///
-/// Chart tests are left out (`--skip-tests`: they belong to `helm test`, not to an install).
+/// Chart tests are rendered, as `helm template` renders them; the engine leaves them out of an
+/// apply and `tazuna test` runs them.
 /// With a known cluster, `.Capabilities` describe it: its version, and every group version it
 /// serves, with and without each kind, as `helm install` would see them.
 pub fn template_args(template: &Template<'_>) -> Vec<String> {
@@ -49,7 +50,6 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
     if config.include_crds {
         args.push("--include-crds".to_owned());
     }
-    args.push("--skip-tests".to_owned());
     if config.plain_http {
         args.push("--plain-http".to_owned());
     }
@@ -110,7 +110,6 @@ mod tests {
                 "/manifest/hello",
                 "--namespace=apps",
                 "--include-crds",
-                "--skip-tests",
                 "--values=/manifest/prod.yaml",
                 "--values=/scratch/tazuna-values.json",
             ]
@@ -173,7 +172,6 @@ mod tests {
                 "nginx",
                 "--repo=https://charts.example",
                 "--version=1.2.3",
-                "--skip-tests",
                 "--plain-http",
                 "--kube-version=v1.37.2",
                 "--api-versions=apps/v1,v1,apps/v1/Deployment,x.io/v1",

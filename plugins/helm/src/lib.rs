@@ -109,7 +109,6 @@ impl SourcePlugin for Helm {
         )?;
         let mut rendered = RenderOutput::new(manifests);
         rendered.diagnostics = read.objects.notes;
-        rendered.diagnostics.extend(read.hooks);
         rendered
             .resolved
             .extend(output::resolved(&chart, &config, &run.stderr_text()));

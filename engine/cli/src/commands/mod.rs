@@ -14,6 +14,7 @@ pub mod schema;
 pub mod state;
 pub mod status;
 pub mod tags;
+pub mod test;
 pub mod verify;
 pub mod version;
 

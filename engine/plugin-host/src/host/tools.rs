@@ -86,7 +86,6 @@ pub fn helmfile_template(
     if request.include_crds {
         args.push("--include-crds".to_owned());
     }
-    args.push("--skip-tests".to_owned());
     for file in &request.values_files {
         args.push(format!("--values={file}"));
     }
@@ -194,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn helmfile_template_writes_to_stdout_without_tests() {
+    fn helmfile_template_writes_to_stdout_with_its_chart_tests() {
         let command = helmfile_template(
             "p",
             HelmfileTemplateRequest {
@@ -214,8 +213,7 @@ mod tests {
                 "--no-color",
                 "--environment=production",
                 "--selector=tier=web",
-                "template",
-                "--skip-tests"
+                "template"
             ]
         );
         assert!(

@@ -174,7 +174,6 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
             request.cluster.as_ref(),
         )?);
         rendered.diagnostics.extend(read.objects.notes);
-        rendered.diagnostics.extend(read.hooks);
     }
     Ok(rendered)
 }
@@ -277,7 +276,6 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
     if config.include_crds {
         args.push("--include-crds".to_owned());
     }
-    args.push("--skip-tests".to_owned());
     args.extend(kube_version_flag(
         config.kube_version.as_deref(),
         template.cluster,
@@ -338,7 +336,6 @@ mod tests {
                 "--selector=tier=platform",
                 "template",
                 "--include-crds",
-                "--skip-tests",
                 "--kube-version=v1.37.2",
                 "--values=/manifest/common.yaml",
                 "--output-dir=/scratch/rendered",

@@ -37,9 +37,6 @@ pub fn read(dir: &Path) -> io::Result<Vec<Release>> {
         for object in &mut read.objects.objects {
             object.origin = format!("{release}/{}", object.origin);
         }
-        for hook in &mut read.hooks {
-            hook.path = hook.path.take().map(|path| format!("{release}/{path}"));
-        }
         releases.push(Release {
             namespace: Some(namespace.to_owned()).filter(|ns| !ns.is_empty()),
             read,
@@ -127,10 +124,6 @@ mod tests {
                 "first/hello/templates/configmap.yaml#0",
                 "first/hello/templates/job.yaml#0"
             ]
-        );
-        assert_eq!(
-            releases[0].read.hooks[0].path.as_deref(),
-            Some("first/hello/templates/job.yaml#0")
         );
         assert_eq!(
             releases[1].read.objects.objects[0].fields["metadata"]["name"],

@@ -1,0 +1,298 @@
+//! End-to-end: charts as helm runs them, converging on day 400. Helm hooks
+//! run by phase, weight and delete policy (checked in the API server's audit
+//! log), chart tests are left out of an apply, and an apply that changes
+//! nothing runs no hook. Everything runs the real pinned helm against a
+//! harness cluster and is checked with kubectl.
+//!
+//! Tests skip with a printed reason when the harness binaries are missing,
+//! unless `TAZUNA_E2E_REQUIRED` is set.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{output, succeed, text, write};
+use tazuna_tests::assets::Tool;
+use tazuna_tests::e2e::{self, TestCluster};
+
+/// `tazuna` in `dir` on `cluster`, with the pinned helm.
+fn tazuna(cluster: &TestCluster, dir: &Path, helm: &Path) -> Command {
+    let mut command = common::tazuna_on(cluster, dir);
+    command.env("TAZUNA_TOOL_HELM", helm);
+    command
+}
+
+fn hook_job(name: &str, events: &str, weight: i32, policy: Option<&str>) -> String {
+    let policy = policy
+        .map(|p| format!("\n    helm.sh/hook-delete-policy: {p}"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  annotations:\n    helm.sh/hook: {events}\n    helm.sh/hook-weight: \"{weight}\"{policy}\nspec:\n  backoffLimit: 0\n  template:\n    metadata:\n      labels: {{release: {{{{ .Values.release | quote }}}}}}\n    spec:\n      restartPolicy: Never\n      containers:\n        - name: run\n          image: registry.k8s.io/pause:3.10\n"
+    )
+}
+
+/// A chart with hooks in every stage an apply knows, a chart test and a
+/// delete hook.
+fn hooked_chart(dir: &Path) {
+    write(
+        dir,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: hooked\nversion: 0.1.0\n",
+    );
+    write(dir, "chart/values.yaml", "release: one\n");
+    write(
+        dir,
+        "chart/templates/app.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  release: {{ .Values.release | quote }}\n",
+    );
+    write(
+        dir,
+        "chart/templates/account.yaml",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: migrator\n  annotations:\n    helm.sh/hook: pre-install,pre-upgrade\n    helm.sh/hook-weight: \"-5\"\n",
+    );
+    write(
+        dir,
+        "chart/templates/migrate.yaml",
+        &hook_job(
+            "migrate",
+            "pre-install,pre-upgrade",
+            0,
+            Some("hook-succeeded"),
+        ),
+    );
+    write(
+        dir,
+        "chart/templates/seed.yaml",
+        &hook_job(
+            "seed",
+            "pre-install",
+            3,
+            Some("before-hook-creation,hook-succeeded"),
+        ),
+    );
+    write(
+        dir,
+        "chart/templates/announce.yaml",
+        &hook_job(
+            "announce",
+            "post-install,post-upgrade",
+            0,
+            Some("hook-succeeded"),
+        ),
+    );
+    write(
+        dir,
+        "chart/templates/keep.yaml",
+        &hook_job("keep", "post-install", 1, None),
+    );
+    // A Job, not a bare Pod: kwok completes the pods of Jobs only.
+    write(
+        dir,
+        "chart/templates/tests/test.yaml",
+        &hook_job(
+            "hooked-test",
+            "test",
+            0,
+            Some("before-hook-creation,hook-succeeded"),
+        ),
+    );
+    write(
+        dir,
+        "chart/templates/cleanup.yaml",
+        &hook_job("cleanup", "pre-delete", 0, None),
+    );
+    write(
+        dir,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: hooked\n      type: helm\n      path: ./chart\n      namespace: default\n      wait: {timeoutSeconds: 120}\n",
+    );
+}
+
+/// `(verb, resource, name)` of Tazuna's writes since `from`, leases and its
+/// own state left out.
+fn writes_since(cluster: &TestCluster, from: usize) -> Vec<(String, String, String)> {
+    cluster.requests_from("tazuna/").unwrap()[from..]
+        .iter()
+        .filter(|e| {
+            e.is_write() && e.resource != "leases" && e.namespace.as_deref() != Some("tazuna")
+        })
+        .map(|e| {
+            (
+                e.verb.clone(),
+                e.resource.clone(),
+                e.name.clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn requests(cluster: &TestCluster) -> usize {
+    cluster.requests_from("tazuna/").map_or(0, |r| r.len())
+}
+
+/// Whether `expected` (`verb name`) comes in `writes` in this order, with
+/// anything between.
+fn in_order(writes: &[(String, String, String)], expected: &[&str]) -> bool {
+    let mut rest = writes.iter();
+    expected.iter().all(|step| {
+        let (verb, name) = step.split_once(' ').unwrap();
+        rest.any(|(v, _, n)| v == verb && n == name)
+    })
+}
+
+#[test]
+fn helm_hooks_run_by_phase_weight_and_delete_policy_and_an_unchanged_apply_runs_none() {
+    let Some(helm) = e2e::tool(Tool::Helm) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("charts-hooks") else {
+        return;
+    };
+    if cluster.requests_from("tazuna/").is_none() {
+        assert!(!e2e::required(), "the harness cluster has no audit log");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    hooked_chart(dir);
+
+    // Install: pre-install hooks by weight (the ServiceAccount at -5,
+    // migrate at 0, seed at 3), then the release, then post-install hooks
+    // (announce at 0, keep at 1), each deleted as its policy says.
+    let from = requests(&cluster);
+    let first = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    let said = text(&first);
+    let writes = writes_since(&cluster, from);
+    let install = [
+        "delete migrator", // before-hook-creation, the default
+        "patch migrator",
+        "patch migrate",
+        "delete migrate", // hook-succeeded
+        "delete seed",    // before-hook-creation
+        "patch seed",
+        "delete seed", // hook-succeeded
+        "patch app",
+        "patch announce",
+        "delete announce",
+        "delete keep",
+        "patch keep",
+    ];
+    assert!(in_order(&writes, &install), "{writes:#?}\n{said}");
+    for never in ["hooked-test", "cleanup"] {
+        assert!(
+            !writes.iter().any(|(_, _, name)| name == never),
+            "`{never}` was written: {writes:#?}"
+        );
+    }
+    assert!(
+        said.contains("batch/v1 Job default/hooked-test (helm hook left out: a chart test")
+            && said
+                .contains("batch/v1 Job default/cleanup (helm hook left out: a `pre-delete` hook"),
+        "{said}"
+    );
+    // Through kubectl: the release is there, the deleted hooks are gone, the
+    // hook without a policy stays.
+    let jobs = common::kubectl_json(&cluster, &["-n", "default", "get", "jobs"]);
+    let names: Vec<&str> = jobs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["keep"], "{jobs}");
+    assert!(common::exists(
+        &cluster,
+        &["-n", "default", "configmap", "app"]
+    ));
+    assert!(!common::exists(
+        &cluster,
+        &["-n", "default", "job", "hooked-test"]
+    ));
+
+    // Day 2, nothing changed: no hook runs, nothing is written, and plan,
+    // drift and status agree.
+    let from = requests(&cluster);
+    let again = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    assert_eq!(writes_since(&cluster, from), [], "{}", text(&again));
+    for args in [
+        &["plan", "--detailed-exitcode"][..],
+        &["state", "drift"],
+        &["status"],
+    ] {
+        let out = output(tazuna(&cluster, dir, &helm).args(args));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+
+    // An upgrade: pre-upgrade hooks before the change, post-upgrade after;
+    // install-only hooks do not run again.
+    write(dir, "chart/values.yaml", "release: two\n");
+    let from = requests(&cluster);
+    let upgrade = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    let writes = writes_since(&cluster, from);
+    let upgrade_order = [
+        "delete migrator",
+        "patch migrator",
+        "patch migrate",
+        "delete migrate",
+        "patch app",
+        "patch announce",
+        "delete announce",
+    ];
+    assert!(
+        in_order(&writes, &upgrade_order),
+        "{writes:#?}\n{}",
+        text(&upgrade)
+    );
+    for install_only in ["seed", "keep"] {
+        assert!(
+            !writes.iter().any(|(_, _, name)| name == install_only),
+            "install hook `{install_only}` ran on an upgrade: {writes:#?}"
+        );
+    }
+    let app = common::kubectl_json(&cluster, &["-n", "default", "get", "configmap", "app"]);
+    assert_eq!(app["data"]["release"], "two", "{app}");
+    let plan = output(tazuna(&cluster, dir, &helm).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+
+    // `tazuna test` runs the chart test as `helm test` does: created, waited
+    // for, deleted by its policy; the state does not record it.
+    let from = requests(&cluster);
+    let tested = succeed(tazuna(&cluster, dir, &helm).arg("test"));
+    let writes = writes_since(&cluster, from);
+    assert!(
+        in_order(
+            &writes,
+            &[
+                "delete hooked-test",
+                "patch hooked-test",
+                "delete hooked-test"
+            ]
+        ),
+        "{writes:#?}\n{}",
+        text(&tested)
+    );
+    assert!(
+        text(&tested).contains("hooked: passed batch/v1 Job default/hooked-test"),
+        "{}",
+        text(&tested)
+    );
+    let plan = output(tazuna(&cluster, dir, &helm).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+
+    // Destroy removes the release and the hook that stayed.
+    let destroyed = succeed(tazuna(&cluster, dir, &helm).args(["destroy", "--yes"]));
+    for object in [
+        &["configmap", "app"][..],
+        &["job", "keep"],
+        &["serviceaccount", "migrator"],
+    ] {
+        let mut args = vec!["-n", "default"];
+        args.extend_from_slice(object);
+        assert!(
+            !common::exists(&cluster, &args),
+            "{object:?}: {}",
+            text(&destroyed)
+        );
+    }
+}
