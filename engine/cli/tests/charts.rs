@@ -296,3 +296,62 @@ fn helm_hooks_run_by_phase_weight_and_delete_policy_and_an_unchanged_apply_runs_
         );
     }
 }
+
+#[test]
+fn a_chart_gated_on_a_crd_from_an_earlier_manifest_renders_it_on_the_first_plan_and_apply() {
+    let Some(helm) = e2e::tool(Tool::Helm) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("charts-capabilities") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    write(
+        dir,
+        "crds/widgets.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  versions:\n    - name: v1\n      served: true\n      storage: true\n      schema:\n        openAPIV3Schema:\n          type: object\n          x-kubernetes-preserve-unknown-fields: true\n",
+    );
+    write(
+        dir,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: gated\nversion: 0.1.0\n",
+    );
+    write(
+        dir,
+        "chart/templates/widget.yaml",
+        "{{- if .Capabilities.APIVersions.Has \"example.com/v1/Widget\" }}\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: gated\nspec:\n  size: 3\n{{- end }}\n",
+    );
+    write(
+        dir,
+        "chart/templates/app.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gated\ndata:\n  widgets: {{ .Capabilities.APIVersions.Has \"example.com/v1\" | quote }}\n",
+    );
+    write(
+        dir,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: crds\n      type: manifests\n      path: ./crds\n    - name: app\n      type: helm\n      path: ./chart\n      namespace: default\n      dependsOn: [crds]\n",
+    );
+
+    // On the bare cluster, the plan already shows the gated object.
+    let plan = output(tazuna(&cluster, dir, &helm).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    assert!(
+        text(&plan).contains("example.com/v1 Widget default/gated"),
+        "{}",
+        text(&plan)
+    );
+
+    succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    let widget = common::kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "widgets.example.com", "gated"],
+    );
+    assert_eq!(widget["spec"]["size"], 3, "{widget}");
+    let config = common::kubectl_json(&cluster, &["-n", "default", "get", "configmap", "gated"]);
+    assert_eq!(config["data"]["widgets"], "true", "{config}");
+
+    // The second apply renders the same: nothing to do.
+    let plan = output(tazuna(&cluster, dir, &helm).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+}

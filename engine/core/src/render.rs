@@ -33,6 +33,58 @@ pub struct ClusterInfo {
     pub resources: Vec<ApiResource>,
 }
 
+impl ClusterInfo {
+    /// This cluster as it will be once the CRDs among `objects` are
+    /// established: their served versions and kinds added. `None` when they
+    /// add nothing it does not serve already.
+    pub fn with_definitions<'a>(
+        &self,
+        objects: impl IntoIterator<Item = &'a Value>,
+    ) -> Option<Self> {
+        let mut info = self.clone();
+        let mut added = false;
+        for object in objects {
+            if object["apiVersion"] != "apiextensions.k8s.io/v1"
+                || object["kind"] != "CustomResourceDefinition"
+            {
+                continue;
+            }
+            let spec = &object["spec"];
+            let (Some(group), Some(kind)) =
+                (spec["group"].as_str(), spec["names"]["kind"].as_str())
+            else {
+                continue;
+            };
+            let namespaced = spec["scope"].as_str() != Some("Cluster");
+            let versions = spec["versions"].as_array().into_iter().flatten();
+            for version in versions.filter(|v| v["served"].as_bool() != Some(false)) {
+                let Some(version) = version["name"].as_str() else {
+                    continue;
+                };
+                let group_version = format!("{group}/{version}");
+                if info
+                    .resources
+                    .iter()
+                    .any(|r| r.group_version == group_version && r.kind == kind)
+                {
+                    continue;
+                }
+                added = true;
+                if !info.api_versions.contains(&group_version) {
+                    info.api_versions.push(group_version.clone());
+                }
+                info.resources.push(ApiResource {
+                    group_version,
+                    kind: kind.to_owned(),
+                    namespaced,
+                });
+            }
+        }
+        info.api_versions.sort();
+        added.then_some(info)
+    }
+}
+
 /// One Kubernetes object a plugin produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Object {
@@ -226,6 +278,35 @@ mod tests {
                 .missing("Secret", "a", Some("kube-system"), "apps")
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn crds_to_come_are_served_to_later_renders() {
+        let cluster = ClusterInfo {
+            kube_version: "v1.37.2".into(),
+            api_versions: vec!["v1".into()],
+            resources: vec![],
+        };
+        let crd = serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": { "name": "servicemonitors.monitoring.coreos.com" },
+            "spec": { "group": "monitoring.coreos.com", "scope": "Namespaced",
+                      "names": { "kind": "ServiceMonitor", "plural": "servicemonitors" },
+                      "versions": [{ "name": "v1", "served": true }, { "name": "v1alpha1", "served": false }] },
+        });
+        let config = serde_json::json!({ "apiVersion": "v1", "kind": "ConfigMap" });
+        let later = cluster.with_definitions([&config, &crd]).unwrap();
+        assert_eq!(later.api_versions, ["monitoring.coreos.com/v1", "v1"]);
+        assert_eq!(
+            later.resources,
+            [ApiResource {
+                group_version: "monitoring.coreos.com/v1".into(),
+                kind: "ServiceMonitor".into(),
+                namespaced: true
+            }]
+        );
+        assert_eq!(later.with_definitions([&crd]), None, "served already");
+        assert_eq!(cluster.with_definitions([&config]), None);
     }
 
     fn rendered(scope: Option<EmitScope>) -> Rendered {

@@ -524,6 +524,19 @@ impl Stack {
         host.set_tool_secrets(secrets.clone());
         let settings = self.render_settings(Some(cluster), 0);
         let mut results = self.render(&host, &plugins, manifests, &settings)?;
+        // A chart gated on a CRD that an earlier layer of this run creates
+        // sees it, on the first apply and in a plan, as it will be served.
+        for (again, info) in later_capabilities(manifests, &results, &settings) {
+            let chosen: Vec<&Manifest> = again.iter().map(|&i| manifests[i]).collect();
+            let settings = RenderSettings {
+                cluster: Some(info),
+                ..settings.clone()
+            };
+            let rendered = self.render(&host, &plugins, &chosen, &settings)?;
+            for (index, result) in again.into_iter().zip(rendered) {
+                results[index] = result;
+            }
+        }
         secrets::resolve_all(&secrets, &mut results);
         Ok(results
             .into_iter()
@@ -1087,6 +1100,48 @@ fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
         run_spec_tests: false,
         deletion_timeout,
     }
+}
+
+/// For each layer of `manifests` after one whose renders hold CRDs the
+/// cluster does not serve yet: the manifests of it whose source reads the
+/// cluster's capabilities, and the cluster as it will be when their turn
+/// comes (those CRDs served). Sources that read no capabilities (`manifests`,
+/// `kustomize`) are not rendered again.
+fn later_capabilities(
+    manifests: &[&Manifest],
+    results: &[Result<Rendered, RenderError>],
+    settings: &RenderSettings,
+) -> Vec<(Vec<usize>, tazuna_core::render::ClusterInfo)> {
+    let Some(cluster) = &settings.cluster else {
+        return Vec::new();
+    };
+    let mut definitions: Vec<&serde_json::Value> = Vec::new();
+    let mut again = Vec::new();
+    for layer in graph::layers(manifests) {
+        let reads: Vec<usize> = layer
+            .iter()
+            .copied()
+            .filter(|&i| !matches!(manifests[i].kind.as_str(), "manifests" | "kustomize"))
+            .collect();
+        if !definitions.is_empty()
+            && !reads.is_empty()
+            && let Some(info) = cluster.with_definitions(definitions.iter().copied())
+        {
+            again.push((reads, info));
+        }
+        for &i in &layer {
+            if let Ok(rendered) = &results[i] {
+                definitions.extend(
+                    rendered
+                        .objects
+                        .iter()
+                        .map(|o| &o.value)
+                        .filter(|v| v["kind"] == "CustomResourceDefinition"),
+                );
+            }
+        }
+    }
+    again
 }
 
 /// The running Tazuna's version.
