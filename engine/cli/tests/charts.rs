@@ -355,3 +355,94 @@ fn a_chart_gated_on_a_crd_from_an_earlier_manifest_renders_it_on_the_first_plan_
     let plan = output(tazuna(&cluster, dir, &helm).args(["plan", "--detailed-exitcode"]));
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
 }
+
+#[test]
+fn a_generated_secret_behind_lookup_keeps_one_value_over_three_applies_and_other_random_fields_are_named()
+ {
+    let Some(helm) = e2e::tool(Tool::Helm) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("charts-generated") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    write(
+        dir,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: grafana\nversion: 0.1.0\n",
+    );
+    // kube-prometheus-stack's Grafana pattern: the chart keeps the password
+    // through `lookup` under `helm upgrade`; `helm template` has no cluster.
+    write(
+        dir,
+        "chart/templates/secret.yaml",
+        "{{- $existing := lookup \"v1\" \"Secret\" .Release.Namespace \"grafana\" }}\napiVersion: v1\nkind: Secret\nmetadata:\n  name: grafana\ntype: Opaque\ndata:\n  admin-user: {{ \"admin\" | b64enc | quote }}\n  admin-password: {{ if $existing }}{{ index $existing.data \"admin-password\" | quote }}{{ else }}{{ randAlphaNum 24 | b64enc | quote }}{{ end }}\n",
+    );
+    write(
+        dir,
+        "chart/templates/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: grafana-session\ndata:\n  token: {{ uuidv4 | quote }}\n  fixed: \"yes\"\n",
+    );
+    write(
+        dir,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: grafana\n      type: helm\n      path: ./chart\n      namespace: default\n",
+    );
+    let password = |cluster: &TestCluster| {
+        common::kubectl_json(cluster, &["-n", "default", "get", "secret", "grafana"])["data"]["admin-password"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let first = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    assert!(
+        text(&first).contains("v1 ConfigMap default/grafana-session renders differently on identical inputs at `data.token`"),
+        "{}",
+        text(&first)
+    );
+    assert!(
+        !text(&first).contains("v1 Secret default/grafana renders differently"),
+        "a generated password is expected, and never shown: {}",
+        text(&first)
+    );
+    let value = password(&cluster);
+    let token = common::kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "configmap", "grafana-session"],
+    )["data"]["token"]
+        .clone();
+    for _ in 0..2 {
+        let from = requests(&cluster);
+        let again = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+        assert_eq!(writes_since(&cluster, from), [], "{}", text(&again));
+        assert_eq!(
+            password(&cluster),
+            value,
+            "the password rotated: {}",
+            text(&again)
+        );
+    }
+    let config = common::kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "configmap", "grafana-session"],
+    );
+    assert_eq!(config["data"]["token"], token, "{config}");
+    for args in [&["plan", "--detailed-exitcode"][..], &["state", "drift"]] {
+        let out = output(tazuna(&cluster, dir, &helm).args(args));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
+    // A value the user sets is theirs, not generated: it is applied.
+    write(
+        dir,
+        "chart/templates/config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: grafana-session\ndata:\n  token: {{ uuidv4 | quote }}\n  fixed: \"no\"\n",
+    );
+    succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    let config = common::kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "configmap", "grafana-session"],
+    );
+    assert_eq!(config["data"]["fixed"], "no", "{config}");
+    assert_eq!(config["data"]["token"], token, "{config}");
+}

@@ -12,6 +12,7 @@
 pub mod check;
 pub mod config;
 pub mod diff;
+pub mod generated;
 pub mod graph;
 pub mod hint;
 pub mod hooks;

@@ -92,6 +92,10 @@ pub struct Object {
     pub value: Value,
     /// Where the plugin says it came from (`install.yaml#3`).
     pub origin: Option<String>,
+    /// Fields that came out differently in two renders of identical inputs
+    /// (generated: random passwords, certificates); an apply keeps their
+    /// live values.
+    pub generated: Vec<crate::generated::Field>,
 }
 
 /// A manifest, rendered.

@@ -523,7 +523,7 @@ impl Stack {
         ));
         host.set_tool_secrets(secrets.clone());
         let settings = self.render_settings(Some(cluster), 0);
-        let mut results = self.render(&host, &plugins, manifests, &settings)?;
+        let mut results = self.render_marked(&host, &plugins, manifests, &settings)?;
         // A chart gated on a CRD that an earlier layer of this run creates
         // sees it, on the first apply and in a plan, as it will be served.
         for (again, info) in later_capabilities(manifests, &results, &settings) {
@@ -532,7 +532,7 @@ impl Stack {
                 cluster: Some(info),
                 ..settings.clone()
             };
-            let rendered = self.render(&host, &plugins, &chosen, &settings)?;
+            let rendered = self.render_marked(&host, &plugins, &chosen, &settings)?;
             for (index, result) in again.into_iter().zip(rendered) {
                 results[index] = result;
             }
@@ -542,6 +542,65 @@ impl Stack {
             .into_iter()
             .map(|r| r.map_err(|e| Failure::of(&e)))
             .collect())
+    }
+
+    /// [`Self::render_for`], then the live values of generated fields kept
+    /// (see [`tazuna_kube::generated`]).
+    async fn render_on(
+        &self,
+        manifests: &[&Manifest],
+        cluster: &Cluster,
+    ) -> Result<Vec<Result<Rendered, Failure>>, RunError> {
+        let mut rendered = tokio::task::block_in_place(|| self.render_for(manifests, cluster))?;
+        for (manifest, result) in manifests.iter().zip(&mut rendered) {
+            let Ok(ok) = result else {
+                continue;
+            };
+            if ok.objects.iter().all(|o| o.generated.is_empty()) {
+                continue;
+            }
+            if let Err(error) = tazuna_kube::generated::keep_live(cluster, manifest, ok).await {
+                *result = Err(Failure {
+                    message: format!(
+                        "cannot read the live objects whose generated fields it keeps: {error}"
+                    ),
+                    hint: None,
+                });
+            }
+        }
+        Ok(rendered)
+    }
+
+    /// [`Self::render`], and for the sources that may draw random values
+    /// (helm's `randAlphaNum`, `genCA`, `uuidv4`), a second render of the
+    /// same inputs: the fields that come out differently are marked
+    /// generated, and named (Secrets aside) with a hint to pin them.
+    fn render_marked(
+        &self,
+        host: &PluginHost,
+        plugins: &PluginSet,
+        manifests: &[&Manifest],
+        settings: &RenderSettings,
+    ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
+        let mut results = self.render(host, plugins, manifests, settings)?;
+        let again: Vec<usize> = (0..manifests.len())
+            .filter(|&i| {
+                results[i].is_ok() && matches!(manifests[i].kind.as_str(), "helm" | "helmfile")
+            })
+            .collect();
+        if again.is_empty() {
+            return Ok(results);
+        }
+        let chosen: Vec<&Manifest> = again.iter().map(|&i| manifests[i]).collect();
+        let second = render::render_all(host, plugins, &chosen, settings);
+        for (index, second) in again.into_iter().zip(second) {
+            if let (Ok(first), Ok(second)) = (&mut results[index], second) {
+                for line in mark_generated(first, &second) {
+                    self.notice(&line);
+                }
+            }
+        }
+        Ok(results)
     }
 
     /// The stack's records and everyone else's, from one list call.
@@ -610,8 +669,7 @@ impl Stack {
         observer: &dyn Observer,
     ) -> Result<Vec<ManifestOutcome>, RunError> {
         let selected = self.selected()?;
-        let rendered =
-            tokio::task::block_in_place(|| self.render_for(&selected, &connection.cluster))?;
+        let rendered = self.render_on(&selected, &connection.cluster).await?;
         let ok: Vec<(&Manifest, &Rendered)> = selected
             .iter()
             .zip(&rendered)
@@ -754,8 +812,7 @@ impl Stack {
         observer: &dyn Observer,
     ) -> Result<Vec<ManifestOutcome>, RunError> {
         let selected = self.selected()?;
-        let rendered =
-            tokio::task::block_in_place(|| self.render_for(&selected, &connection.cluster))?;
+        let rendered = self.render_on(&selected, &connection.cluster).await?;
         let store = &connection.store;
         let guard = store.lock(&holder_identity(), lock_timeout).await?;
         let outcome = async {
@@ -800,8 +857,7 @@ impl Stack {
         question: Question,
     ) -> Result<Report, RunError> {
         let ordered = self.ordered()?;
-        let rendered =
-            tokio::task::block_in_place(|| self.render_for(&ordered, &connection.cluster))?;
+        let rendered = self.render_on(&ordered, &connection.cluster).await?;
         let mut errors = Vec::new();
         let mut intents_rendered = Vec::new();
         for (manifest, result) in ordered.iter().zip(rendered) {
@@ -1100,6 +1156,48 @@ fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
         run_spec_tests: false,
         deletion_timeout,
     }
+}
+
+/// Mark the fields of `first` that `second`, a render of the same inputs,
+/// has otherwise; returns what to tell the user: objects other than Secrets
+/// (whose generated passwords are expected) with such fields, and objects
+/// only one render has.
+fn mark_generated(first: &mut Rendered, second: &Rendered) -> Vec<String> {
+    use std::collections::HashMap;
+    use tazuna_core::inventory::ObjectRef;
+    let others: HashMap<ObjectRef, &serde_json::Value> = second
+        .objects
+        .iter()
+        .filter_map(|o| Some((ObjectRef::of(&o.value)?, &o.value)))
+        .collect();
+    let mut notes = Vec::new();
+    let mut unmatched = Vec::new();
+    for object in &mut first.objects {
+        let Some(reference) = ObjectRef::of(&object.value) else {
+            continue;
+        };
+        let Some(other) = others.get(&reference) else {
+            unmatched.push(reference.to_string());
+            continue;
+        };
+        object.generated = tazuna_core::generated::differences(&object.value, other);
+        if !object.generated.is_empty() && !reference.is_secret() {
+            let fields: Vec<String> = object.generated.iter().map(|f| format!("`{f}`")).collect();
+            notes.push(format!(
+                "note: manifest `{}`: {reference} renders differently on identical inputs at {}; the live values are kept; set them in the values to pin them",
+                first.manifest,
+                fields.join(", ")
+            ));
+        }
+    }
+    if !unmatched.is_empty() || others.len() != first.objects.len() {
+        notes.push(format!(
+            "note: manifest `{}` renders a different set of objects on identical inputs{}; pin what chooses them in the values",
+            first.manifest,
+            if unmatched.is_empty() { String::new() } else { format!(" ({})", unmatched.join(", ")) }
+        ));
+    }
+    notes
 }
 
 /// For each layer of `manifests` after one whose renders hold CRDs the

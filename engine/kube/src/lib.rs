@@ -18,6 +18,7 @@ pub mod apply;
 pub mod checks;
 pub mod cluster;
 pub mod destroy;
+pub mod generated;
 pub mod guard;
 mod hooks;
 pub mod live;

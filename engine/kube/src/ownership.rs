@@ -325,6 +325,7 @@ mod tests {
                 .map(|value| Object {
                     value,
                     origin: None,
+                    generated: Vec::new(),
                 })
                 .collect(),
             upstream: Vec::new(),

@@ -680,6 +680,7 @@ mod tests {
                 .map(|value| Object {
                     value,
                     origin: None,
+                    generated: Vec::new(),
                 })
                 .collect(),
             upstream: Vec::new(),

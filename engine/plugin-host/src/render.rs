@@ -493,7 +493,11 @@ fn parse_document(
         }
         return Err(invalid(message, origin));
     }
-    Ok(Object { value, origin })
+    Ok(Object {
+        value,
+        origin,
+        generated: Vec::new(),
+    })
 }
 
 /// What is wrong with a manifest's `path`, found without running its plugin.

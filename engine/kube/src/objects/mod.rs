@@ -122,7 +122,7 @@ pub fn prepare_object(value: &mut Value, resolved: &Resolved, manifest: &Manifes
 
 /// Move a Secret's `stringData` into `data` (base64), as the API server
 /// does on write; `stringData` wins over `data` for the same key.
-fn string_data_to_data(secret: &mut Value) {
+pub(crate) fn string_data_to_data(secret: &mut Value) {
     use base64::Engine as _;
     let Some(object) = secret.as_object_mut() else {
         return;
