@@ -168,15 +168,15 @@ fn helm_hooks_run_by_phase_weight_and_delete_policy_and_an_unchanged_apply_runs_
         "delete migrator", // before-hook-creation, the default
         "patch migrator",
         "patch migrate",
-        "delete migrate", // hook-succeeded
-        "delete seed",    // before-hook-creation
+        "delete seed", // before-hook-creation
         "patch seed",
-        "delete seed", // hook-succeeded
+        "delete seed",    // hook-succeeded, once the stage succeeded, last first
+        "delete migrate", // hook-succeeded
         "patch app",
         "patch announce",
-        "delete announce",
         "delete keep",
         "patch keep",
+        "delete announce",
     ];
     assert!(in_order(&writes, &install), "{writes:#?}\n{said}");
     for never in ["hooked-test", "cleanup"] {
@@ -445,4 +445,68 @@ fn a_generated_secret_behind_lookup_keeps_one_value_over_three_applies_and_other
     );
     assert_eq!(config["data"]["fixed"], "no", "{config}");
     assert_eq!(config["data"]["token"], token, "{config}");
+}
+
+/// A real chart of `tests/data/charts`.
+fn real_chart(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/charts")
+        .join(name)
+}
+
+#[test]
+fn cert_manager_and_ingress_nginx_with_default_values_converge_on_the_second_apply() {
+    let Some(helm) = e2e::tool(Tool::Helm) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("charts-real") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    common::copy_dir(
+        &real_chart("cert-manager"),
+        &dir.join("charts/cert-manager"),
+    );
+    common::copy_dir(
+        &real_chart("ingress-nginx"),
+        &dir.join("charts/ingress-nginx"),
+    );
+    write(
+        dir,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: cert-manager\n      type: helm\n      path: ./charts/cert-manager\n      namespace: cert-manager\n      createNamespace: true\n    - name: ingress-nginx\n      type: helm\n      path: ./charts/ingress-nginx\n      namespace: ingress-nginx\n      createNamespace: true\n",
+    );
+    let first = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    // The admission Jobs ran as hooks and went by their policy.
+    let said = text(&first);
+    assert!(
+        said.contains(
+            "deleted batch/v1 Job ingress-nginx/ingress-nginx-admission-create (helm hook"
+        ),
+        "{said}"
+    );
+    for (namespace, deployment) in [
+        ("cert-manager", "cert-manager"),
+        ("cert-manager", "cert-manager-webhook"),
+        ("ingress-nginx", "ingress-nginx-controller"),
+    ] {
+        let live = common::kubectl_json(
+            &cluster,
+            &["-n", namespace, "get", "deployment", deployment],
+        );
+        assert_eq!(live["status"]["availableReplicas"], 1, "{live}");
+    }
+
+    let from = requests(&cluster);
+    let second = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
+    assert_eq!(writes_since(&cluster, from), [], "{}", text(&second));
+    for args in [
+        &["plan", "--detailed-exitcode"][..],
+        &["state", "drift"],
+        &["status"],
+    ] {
+        let out = output(tazuna(&cluster, dir, &helm).args(args));
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+    }
 }

@@ -105,10 +105,15 @@ pub fn split(objects: &[&Value], release: Release) -> Split {
             Release::Install => ("pre-install", "post-install"),
             Release::Upgrade => ("pre-upgrade", "post-upgrade"),
         };
-        if events.contains(&pre) {
-            split.pre.push(hook);
-        } else if events.contains(&post) {
+        // One object can be a hook of both stages (ingress-nginx's admission
+        // ServiceAccount): it runs in each.
+        let (in_pre, in_post) = (events.contains(&pre), events.contains(&post));
+        if in_pre {
+            split.pre.push(hook.clone());
+        }
+        if in_post {
             split.post.push(hook);
+        } else if in_pre {
         } else if events.iter().any(|e| *e == "test" || *e == "test-success") {
             split.tests.push(hook);
         } else {
@@ -250,19 +255,24 @@ mod tests {
                 json!({ HOOK: "post-install,post-upgrade" }),
             ),
             object("Pod", "test-connection", json!({ HOOK: "test" })),
+            object(
+                "ServiceAccount",
+                "both",
+                json!({ HOOK: "pre-install,post-install", WEIGHT: "-9" }),
+            ),
             object("Job", "cleanup", json!({ HOOK: "pre-delete" })),
         ];
         let objects: Vec<&Value> = objects.iter().collect();
         let install = split(&objects, Release::Install);
         let order = |hooks: &[Hook]| hooks.iter().map(|h| h.index).collect::<Vec<_>>();
-        assert_eq!(order(&install.pre), [3, 2, 1]);
+        assert_eq!(order(&install.pre), [6, 3, 2, 1]);
         assert_eq!(install.main, [0]);
-        assert_eq!(order(&install.post), [4]);
+        assert_eq!(order(&install.post), [6, 4]);
         assert_eq!(order(&install.tests), [5]);
         assert_eq!(
             install.left_out,
             [(
-                6,
+                7,
                 "a `pre-delete` hook; an apply runs install and upgrade hooks only".to_owned()
             )]
         );
@@ -272,7 +282,7 @@ mod tests {
         assert_eq!(order(&upgrade.post), [4]);
         assert_eq!(
             upgrade.left_out.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
-            [2, 3, 6]
+            [2, 3, 6, 7]
         );
         assert!(upgrade.left_out[0].1.contains("it ran on the first apply"));
     }

@@ -705,7 +705,11 @@ impl Run<'_> {
                     .filter(|_| !run_hooks)
                     .map(|h| (h.index, true)),
             );
+        let mut rested = HashSet::new();
         for (index, runs_here) in resting {
+            if !rested.insert(index) {
+                continue;
+            }
             let Some(object) = self.identity(values[index], manifest) else {
                 continue;
             };
@@ -727,6 +731,34 @@ impl Run<'_> {
             Wait::On { timeout, .. } => timeout,
             Wait::Off => Wait::DEFAULT_TIMEOUT,
         };
+        if self.settings.mode == Mode::Apply
+            && manifest.create_namespace
+            && let Some(namespace) = &manifest.namespace
+            && !crate::namespaces::renders(rendered, namespace)
+        {
+            let created = crate::namespaces::ensure(self.cluster, namespace)
+                .await
+                .map_err(|error| ManifestError::Rejected {
+                    object: ObjectRef {
+                        group: String::new(),
+                        version: "v1".to_owned(),
+                        kind: "Namespace".to_owned(),
+                        namespace: None,
+                        name: namespace.clone(),
+                    },
+                    message: format!(
+                        "cannot create it (`createNamespace`): {}",
+                        status_message(&error)
+                    ),
+                })?;
+            if created {
+                tracing::info!(
+                    manifest = name,
+                    "created namespace `{namespace}` (createNamespace)"
+                );
+            }
+        }
+
         if run_hooks {
             self.run_hooks(
                 manifest,
@@ -769,34 +801,6 @@ impl Run<'_> {
                 Phase::Definitions | Phase::Objects => 1,
             };
             steps[step].push(&rendered_object.value);
-        }
-
-        if self.settings.mode == Mode::Apply
-            && manifest.create_namespace
-            && let Some(namespace) = &manifest.namespace
-            && !crate::namespaces::renders(rendered, namespace)
-        {
-            let created = crate::namespaces::ensure(self.cluster, namespace)
-                .await
-                .map_err(|error| ManifestError::Rejected {
-                    object: ObjectRef {
-                        group: String::new(),
-                        version: "v1".to_owned(),
-                        kind: "Namespace".to_owned(),
-                        namespace: None,
-                        name: namespace.clone(),
-                    },
-                    message: format!(
-                        "cannot create it (`createNamespace`): {}",
-                        status_message(&error)
-                    ),
-                })?;
-            if created {
-                tracing::info!(
-                    manifest = name,
-                    "created namespace `{namespace}` (createNamespace)"
-                );
-            }
         }
 
         let load_balancers = match manifest.wait {

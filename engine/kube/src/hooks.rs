@@ -152,6 +152,10 @@ impl Run<'_> {
     ) -> Result<(), ManifestError> {
         let name = manifest.name.as_str();
         let unrecorded = HashMap::new();
+        // As helm does: `hook-succeeded` objects go once every hook of the
+        // stage has succeeded, last first, so a Job's ServiceAccount lives
+        // as long as the Job runs.
+        let mut succeeded: Vec<(ObjectRef, Resolved)> = Vec::new();
         for hook in hooks {
             let item = self
                 .prepare(values[hook.index].clone(), manifest, shared)
@@ -214,9 +218,10 @@ impl Run<'_> {
             match waited {
                 Ok(()) => {
                     if hook.delete.succeeded {
-                        self.delete_hook(name, &object, &resolved, "hook-succeeded", counts, false)
-                            .await?;
+                        succeeded.push((object, resolved));
                     }
+                    // A hook of both stages is recorded once, as it ran last.
+                    entries.retain(|e| e.object() != entry.object());
                     entries.push(entry);
                 }
                 Err(source) => {
@@ -232,6 +237,10 @@ impl Run<'_> {
                     });
                 }
             }
+        }
+        for (object, resolved) in succeeded.iter().rev() {
+            self.delete_hook(name, object, resolved, "hook-succeeded", counts, false)
+                .await?;
         }
         Ok(())
     }
