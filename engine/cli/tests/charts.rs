@@ -510,3 +510,39 @@ fn cert_manager_and_ingress_nginx_with_default_values_converge_on_the_second_app
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
     }
 }
+
+#[test]
+fn a_chart_packaged_with_helm_package_renders_as_its_directory() {
+    let Some(helm) = e2e::tool(Tool::Helm) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    common::copy_dir(&real_chart("hello"), &dir.join("hello"));
+    succeed(Command::new(&helm).current_dir(dir).args(["package", "hello"]));
+    let archive = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|name| name.ends_with(".tgz"))
+        .expect("helm package wrote an archive");
+    let build = |path: &str| {
+        write(
+            dir,
+            "tazuna.yaml",
+            &format!("apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: hello\n      type: helm\n      path: ./{path}\n      namespace: hello\n"),
+        );
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        command
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .env("TAZUNA_TOOL_HELM", &helm)
+            .arg("build");
+        String::from_utf8(succeed(&mut command).stdout).unwrap()
+    };
+    let packaged = build(&archive);
+    let directory = build("hello");
+    assert!(packaged.contains("kind: Deployment"), "{packaged}");
+    // Origins name the chart, not the archive, so both render alike.
+    assert_eq!(packaged, directory);
+}

@@ -53,12 +53,15 @@ impl SourcePlugin for Helm {
 
     fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
         let chart = config.chart(request)?;
-        if let config::Chart::Local { directory, path } = &chart
-            && !std::path::Path::new(directory).join("Chart.yaml").is_file()
-        {
-            return Err(PluginError::not_found(format_args!(
-                "`{path}` (the manifest's `path`) is not a chart: it has no Chart.yaml"
-            )));
+        if let config::Chart::Local { directory, path } = &chart {
+            let local = std::path::Path::new(directory);
+            // A chart directory, or one packaged by `helm package`.
+            let packaged = local.is_file() && (path.ends_with(".tgz") || path.ends_with(".tar.gz"));
+            if !packaged && !local.join("Chart.yaml").is_file() {
+                return Err(PluginError::not_found(format_args!(
+                    "`{path}` (the manifest's `path`) is not a chart: it has no Chart.yaml, and it is not a chart archive (`.tgz`) either"
+                )));
+            }
         }
         let values_files = config.values_files(request)?;
         for (file, field) in values_files.iter().zip(&config.values_files) {
