@@ -1139,3 +1139,26 @@ fn repository_content_that_would_run_a_program_is_refused_and_runs_nothing() {
     );
     assert!(!stderr.contains("from-the-repository-root"), "{stderr}");
 }
+
+#[test]
+fn a_tools_deprecation_warnings_reach_the_user() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "base/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n");
+    write(dir.path(), "base/kustomization.yaml", "resources: [cm.yaml]\n");
+    write(dir.path(), "kustomization.yaml", "bases: [base]\n");
+    write(
+        dir.path(),
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: k\n      type: kustomize\n      path: .\n",
+    );
+    let built = succeed(tazuna(&tools, dir.path()).arg("build"));
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(
+        stderr.contains("kustomize: # Warning: 'bases' is deprecated. Please use 'resources' instead."),
+        "{}",
+        text(&built)
+    );
+}

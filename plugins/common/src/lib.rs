@@ -109,3 +109,46 @@ mod tests {
         assert!(manifests[0].content.starts_with(r#"{"kind":"ConfigMap""#));
     }
 }
+
+/// What a tool that succeeded said on stderr that the user should see, as
+/// warnings (`kustomize: # Warning: 'bases' is deprecated…`). With `all`,
+/// every line (kustomize prints nothing else on success); otherwise the
+/// lines that warn or speak of deprecation (helm and helmfile also log
+/// progress there). At most 20, so a noisy tool cannot bury the rest.
+pub fn tool_warnings(tool: &str, stderr: &str, all: bool) -> Vec<Diagnostic> {
+    const MOST: usize = 20;
+    stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .filter(|line| {
+            let lower = line.to_ascii_lowercase();
+            all || lower.contains("warn") || lower.contains("deprecat")
+        })
+        .take(MOST)
+        .map(|line| Diagnostic::warning(format!("{tool}: {line}")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tool_warning_tests {
+    use super::*;
+
+    #[test]
+    fn warnings_and_deprecations_are_kept_and_progress_is_not() {
+        let stderr = "Building dependency release=web\n# Warning: 'bases' is deprecated. Please use 'resources' instead.\nTemplating release=web\nW1201 deprecated API\n";
+        let some: Vec<String> = tool_warnings("helmfile", stderr, false)
+            .into_iter()
+            .map(|d| d.message)
+            .collect();
+        assert_eq!(
+            some,
+            [
+                "helmfile: # Warning: 'bases' is deprecated. Please use 'resources' instead.",
+                "helmfile: W1201 deprecated API"
+            ]
+        );
+        assert_eq!(tool_warnings("kustomize", stderr, true).len(), 4);
+        assert_eq!(tool_warnings("kustomize", &"x\n".repeat(100), true).len(), 20);
+    }
+}

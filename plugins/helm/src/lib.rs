@@ -112,6 +112,11 @@ impl SourcePlugin for Helm {
         )?;
         let mut rendered = RenderOutput::new(manifests);
         rendered.diagnostics = read.objects.notes;
+        rendered.diagnostics.extend(tazuna_plugin_common::tool_warnings(
+            "helm",
+            &run.stderr_text(),
+            false,
+        ));
         rendered
             .resolved
             .extend(output::resolved(&chart, &config, &run.stderr_text()));

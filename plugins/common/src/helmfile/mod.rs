@@ -151,7 +151,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         command = command.env(key, value);
     }
     // The host names the variable it could not fill; the user knows the var.
-    command.run_checked().map_err(|error| match error {
+    let run = command.run_checked().map_err(|error| match error {
         PluginError::NotFound(message) => {
             PluginError::NotFound(var_names.iter().fold(message, |message, (variable, var)| {
                 message.replace(variable, var)
@@ -175,6 +175,9 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         )?);
         rendered.diagnostics.extend(read.objects.notes);
     }
+    rendered
+        .diagnostics
+        .extend(crate::tool_warnings("helmfile", &run.stderr_text(), false));
     Ok(rendered)
 }
 
