@@ -564,6 +564,24 @@ fn a_crd_and_its_custom_resource_in_one_manifest_apply_and_a_missing_dependency_
         "{}",
         text(&planned)
     );
+
+    // A removed API version is named as such, with the version to move to,
+    // not blamed on a missing CRD.
+    std::fs::remove_file(dir.path().join("src/typo.yaml")).unwrap();
+    std::fs::write(
+        dir.path().join("src/old.yaml"),
+        "apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata:\n  name: old\nspec:\n  backend: {serviceName: web, servicePort: 80}\n",
+    )
+    .unwrap();
+    for command in ["plan", "apply"] {
+        let refused = output(tazuna(&cluster, dir.path()).arg(command));
+        let said = text(&refused);
+        assert!(
+            said.contains("`extensions/v1beta1` Ingress was removed in Kubernetes 1.22; use `apiVersion: networking.k8s.io/v1`")
+                && !said.contains("provides a CRD"),
+            "{command}: {said}"
+        );
+    }
 }
 
 #[test]

@@ -519,7 +519,11 @@ fn a_chart_packaged_with_helm_package_renders_as_its_directory() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     common::copy_dir(&real_chart("hello"), &dir.join("hello"));
-    succeed(Command::new(&helm).current_dir(dir).args(["package", "hello"]));
+    succeed(
+        Command::new(&helm)
+            .current_dir(dir)
+            .args(["package", "hello"]),
+    );
     let archive = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|e| e.ok())
@@ -530,7 +534,9 @@ fn a_chart_packaged_with_helm_package_renders_as_its_directory() {
         write(
             dir,
             "tazuna.yaml",
-            &format!("apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: hello\n      type: helm\n      path: ./{path}\n      namespace: hello\n"),
+            &format!(
+                "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: hello\n      type: helm\n      path: ./{path}\n      namespace: hello\n"
+            ),
         );
         let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
         command

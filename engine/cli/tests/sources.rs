@@ -1146,8 +1146,16 @@ fn a_tools_deprecation_warnings_reach_the_user() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "base/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n");
-    write(dir.path(), "base/kustomization.yaml", "resources: [cm.yaml]\n");
+    write(
+        dir.path(),
+        "base/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+    );
+    write(
+        dir.path(),
+        "base/kustomization.yaml",
+        "resources: [cm.yaml]\n",
+    );
     write(dir.path(), "kustomization.yaml", "bases: [base]\n");
     write(
         dir.path(),
@@ -1157,7 +1165,9 @@ fn a_tools_deprecation_warnings_reach_the_user() {
     let built = succeed(tazuna(&tools, dir.path()).arg("build"));
     let stderr = String::from_utf8_lossy(&built.stderr);
     assert!(
-        stderr.contains("kustomize: # Warning: 'bases' is deprecated. Please use 'resources' instead."),
+        stderr.contains(
+            "kustomize: # Warning: 'bases' is deprecated. Please use 'resources' instead."
+        ),
         "{}",
         text(&built)
     );

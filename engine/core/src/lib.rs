@@ -19,4 +19,5 @@ pub mod hooks;
 pub mod inventory;
 pub mod lock;
 pub mod readiness;
+pub mod removed;
 pub mod render;

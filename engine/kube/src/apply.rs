@@ -939,10 +939,12 @@ impl Run<'_> {
                 "CRD for `{}` is applied by manifest `{}`; add `{}` to `dependsOn` of `{}`",
                 object.kind, provider.manifest, provider.manifest, manifest.name
             )),
-            None => Some(format!(
-                "no manifest in this file provides a CRD for `{}.{}`; install it first, or add the manifest that does to `dependsOn`",
-                object.kind, object.group
-            )),
+            None => tazuna_core::removed::hint(&object.api_version(), &object.kind).or_else(|| {
+                Some(format!(
+                    "no manifest in this file provides a CRD for `{}.{}`; install it first, or add the manifest that does to `dependsOn`",
+                    object.kind, object.group
+                ))
+            }),
         };
         Err(ManifestError::UnknownKind {
             kind: object.kind.clone(),

@@ -199,6 +199,10 @@ pub async fn compare(
                         .contains(&(object.group.clone(), object.kind.clone()))
                     {
                         "its CRD is created by this plan".to_owned()
+                    } else if let Some(hint) =
+                        tazuna_core::removed::hint(&object.api_version(), &object.kind)
+                    {
+                        hint
                     } else {
                         format!(
                             "kind `{}` is not served by the cluster and no manifest provides its CRD",
