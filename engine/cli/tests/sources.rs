@@ -1037,11 +1037,41 @@ spec:
         !text(&built).contains("s3cret"),
         "the password is never shown"
     );
-    // The version is pinned for the repository chart.
+    // The repository chart is pinned by version and by its archive's digest.
     let lock = std::fs::read_to_string(project.join("tazuna.lock")).unwrap();
     assert!(
-        lock.contains("acme/hello") && lock.contains("0.1.0"),
+        lock.contains("acme/hello") && lock.contains("0.1.0") && lock.contains("sha256:"),
         "{lock}"
+    );
+
+    // The same version republished with other content is refused, not rendered.
+    let changed = root.join("changed");
+    copy_dir(&chart(), &changed.join("hello"));
+    write(
+        &changed,
+        "hello/templates/extra.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: slipped-in\n",
+    );
+    helm(&[
+        "package",
+        changed.join("hello").to_str().unwrap(),
+        "--destination",
+        charts.to_str().unwrap(),
+    ]);
+    helm(&[
+        "repo",
+        "index",
+        charts.to_str().unwrap(),
+        "--url",
+        &repository.url,
+    ]);
+    helm(&["repo", "update", "acme"]);
+    let refused = build();
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("now has digest") && !text(&refused).contains("slipped-in"),
+        "{}",
+        text(&refused)
     );
 }
 

@@ -69,9 +69,11 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     )?;
     let mut rendered = RenderOutput::new(manifests);
     rendered.diagnostics = objects.notes;
-    rendered
-        .diagnostics
-        .extend(crate::tool_warnings("kustomize", &output.stderr_text(), true));
+    rendered.diagnostics.extend(crate::tool_warnings(
+        "kustomize",
+        &output.stderr_text(),
+        true,
+    ));
     Ok(rendered)
 }
 

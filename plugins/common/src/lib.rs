@@ -149,6 +149,9 @@ mod tool_warning_tests {
             ]
         );
         assert_eq!(tool_warnings("kustomize", stderr, true).len(), 4);
-        assert_eq!(tool_warnings("kustomize", &"x\n".repeat(100), true).len(), 20);
+        assert_eq!(
+            tool_warnings("kustomize", &"x\n".repeat(100), true).len(),
+            20
+        );
     }
 }

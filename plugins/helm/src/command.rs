@@ -41,7 +41,10 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
         // login, in the files the host hands it.
         Chart::Repository { repo, name } => args.push(format!("{repo}/{name}")),
     }
-    if let Some(version) = &config.version {
+    // A local chart (also one `pull` fetched) is the version it is.
+    if let Some(version) = &config.version
+        && !matches!(template.chart, Chart::Local { .. })
+    {
         args.push(format!("--version={version}"));
     }
     if let Some(namespace) = template.namespace {

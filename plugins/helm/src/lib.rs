@@ -21,6 +21,7 @@
 pub mod command;
 pub mod config;
 pub mod output;
+pub mod pull;
 
 use tazuna_sdk::exec::Command;
 use tazuna_sdk::{PluginError, PluginInfo, RenderOutput, RenderRequest, SourcePlugin};
@@ -63,6 +64,20 @@ impl SourcePlugin for Helm {
                 )));
             }
         }
+        // A repository chart is pulled first, so its archive's digest pins it.
+        let pulled = match &chart {
+            config::Chart::Repository { repo, name } => {
+                Some(pull::pull(repo, name, &config, request)?)
+            }
+            _ => None,
+        };
+        let rendered_chart = match &pulled {
+            Some(pulled) => config::Chart::Local {
+                path: pulled.archive.clone(),
+                directory: pulled.archive.clone(),
+            },
+            None => chart.clone(),
+        };
         let values_files = config.values_files(request)?;
         for (file, field) in values_files.iter().zip(&config.values_files) {
             if !std::path::Path::new(file).is_file() {
@@ -87,7 +102,7 @@ impl SourcePlugin for Helm {
                 .release_name
                 .as_deref()
                 .unwrap_or(&request.manifest_name),
-            chart: &chart,
+            chart: &rendered_chart,
             config: &config,
             namespace: request.namespace.as_deref().filter(|ns| !ns.is_empty()),
             cluster: request.cluster.as_ref(),
@@ -112,14 +127,19 @@ impl SourcePlugin for Helm {
         )?;
         let mut rendered = RenderOutput::new(manifests);
         rendered.diagnostics = read.objects.notes;
-        rendered.diagnostics.extend(tazuna_plugin_common::tool_warnings(
-            "helm",
-            &run.stderr_text(),
-            false,
-        ));
         rendered
-            .resolved
-            .extend(output::resolved(&chart, &config, &run.stderr_text()));
+            .diagnostics
+            .extend(tazuna_plugin_common::tool_warnings(
+                "helm",
+                &run.stderr_text(),
+                false,
+            ));
+        let mut pin = output::resolved(&chart, &config, &run.stderr_text());
+        if let (Some(pin), Some(pulled)) = (pin.as_mut(), &pulled) {
+            pin.version = pulled.version.clone().or(pin.version.take());
+            pin.digest = Some(pulled.digest.clone());
+        }
+        rendered.resolved.extend(pin);
         Ok(rendered)
     }
 }
