@@ -805,7 +805,14 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         "{}",
         text(&list)
     );
-    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    let migrated = succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    // What existed already is configured, not created.
+    let said = text(&migrated);
+    assert!(
+        said.contains("configured v1 ConfigMap default/old-one")
+            && said.contains("created v1 ConfigMap default/handed-over"),
+        "{said}"
+    );
     assert!(
         !exists(
             &cluster,
