@@ -21,3 +21,4 @@ pub mod lock;
 pub mod readiness;
 pub mod removed;
 pub mod render;
+pub mod template;
