@@ -19,6 +19,8 @@ use serde_json::Value;
 const MAX_DEPTH: usize = 64;
 /// Most bytes a render may produce.
 const MAX_OUTPUT: usize = 64 << 20;
+/// Most nodes a render may evaluate (loops in loops over long lists).
+const MAX_STEPS: usize = 10_000_000;
 
 /// Why a template did not render.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,6 +42,7 @@ pub fn render(text: &str, data: &Value) -> Result<String, TemplateError> {
         source: text,
         root: data,
         out: &mut out,
+        steps: 0,
     };
     eval.nodes(&nodes, data)?;
     Ok(out)
@@ -534,6 +537,8 @@ struct Eval<'a> {
     source: &'a str,
     root: &'a Value,
     out: &'a mut String,
+    /// Nodes evaluated so far.
+    steps: usize,
 }
 
 impl Eval<'_> {
@@ -546,6 +551,18 @@ impl Eval<'_> {
         }
     }
 
+    /// Count one step against [`MAX_STEPS`].
+    fn step(&mut self) -> Result<(), TemplateError> {
+        self.steps += 1;
+        if self.steps > MAX_STEPS {
+            return Err(self.error(
+                0,
+                format!("evaluates more than {MAX_STEPS} actions; a loop runs too long"),
+            ));
+        }
+        Ok(())
+    }
+
     fn write(&mut self, text: &str, at: usize) -> Result<(), TemplateError> {
         if self.out.len() + text.len() > MAX_OUTPUT {
             return Err(self.error(at, format!("renders more than {} MiB", MAX_OUTPUT >> 20)));
@@ -556,6 +573,13 @@ impl Eval<'_> {
 
     fn nodes(&mut self, nodes: &[Node], dot: &Value) -> Result<(), TemplateError> {
         for node in nodes {
+            self.steps += 1;
+            if self.steps > MAX_STEPS {
+                return Err(self.error(
+                    0,
+                    format!("evaluates more than {MAX_STEPS} actions; a loop runs too long"),
+                ));
+            }
             match node {
                 Node::Text(text) => self.write(text, 0)?,
                 Node::Action(pipeline) => {
@@ -614,6 +638,7 @@ impl Eval<'_> {
                         self.nodes(otherwise, dot)?;
                     }
                     for item in &items {
+                        self.step()?;
                         self.nodes(body, item)?;
                     }
                 }
