@@ -56,6 +56,14 @@ pub enum ConfigError {
         #[source]
         source: io::Error,
     },
+    /// The file's Go template does not render.
+    #[error("template: {message}")]
+    Template {
+        /// What is wrong, such as ``map has no entry for key `Valeus` ``.
+        message: String,
+        /// The action at fault.
+        at: Box<Span>,
+    },
     /// The text is not valid YAML.
     #[error("invalid YAML: {message}")]
     Syntax {
@@ -323,6 +331,7 @@ impl ConfigError {
         match self {
             Self::NotFound { .. } | Self::Read { .. } | Self::UnknownTag { .. } => None,
             Self::Syntax { at, .. }
+            | Self::Template { at, .. }
             | Self::UnknownField { at, .. }
             | Self::MissingField { at, .. }
             | Self::WrongType { at, .. }
@@ -367,6 +376,10 @@ impl ConfigError {
                     .to_owned(),
             ),
             Self::Read { .. } | Self::Syntax { .. } => None,
+            Self::Template { .. } => Some(
+                "tazuna.yaml is rendered as a Go template, as Go Tazuna does; `{{ .Environment }}` is the `-e` name; write a literal `{{` as `{{ \"{{\" }}`"
+                    .to_owned(),
+            ),
             Self::UnknownField {
                 suggestion,
                 expected,

@@ -109,7 +109,7 @@ impl Document {
                 });
             }
         };
-        let text = substitute_environment(&text, environment);
+        let text = render_template(file, text, environment)?;
         let source = Source::new(file.to_path_buf(), text);
         // libyaml's scanner takes time quadratic in flow nesting (`[[[[…`):
         // refuse deep nesting before it starts.
@@ -255,14 +255,22 @@ impl Document {
     }
 }
 
-/// Go Tazuna renders `{{ .Environment }}` in tazuna.yaml with the `-e` name (empty without
-/// `-e`). That one variable is all Go files use; no other template syntax is interpreted.
-fn substitute_environment(text: &str, environment: Option<&str>) -> String {
-    static TEMPLATE: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\{\{-?\s*\.Environment\s*-?\}\}").unwrap());
-    TEMPLATE
-        .replace_all(text, regex::NoExpand(environment.unwrap_or("")))
-        .into_owned()
+/// Go Tazuna renders tazuna.yaml as a Go template (`missingkey=error`) with
+/// `.Environment`, the `-e` name (empty without `-e`). A file without `{{`
+/// is taken as it is.
+fn render_template(
+    file: &Path,
+    text: String,
+    environment: Option<&str>,
+) -> Result<String, ConfigError> {
+    if !crate::template::has_actions(&text) {
+        return Ok(text);
+    }
+    let data = serde_json::json!({ "Environment": environment.unwrap_or("") });
+    crate::template::render(&text, &data).map_err(|error| ConfigError::Template {
+        message: error.message,
+        at: Source::new(file.to_path_buf(), text.clone()).span_at(error.line, error.column, 1),
+    })
 }
 
 fn deserialize_root(doc: &Document) -> Result<RawRoot, ConfigError> {
@@ -426,15 +434,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn substitutes_the_environment_like_go_templates() {
+    fn renders_the_environment_like_go_templates() {
+        let render = |text: &str, environment| {
+            render_template(Path::new("tazuna.yaml"), text.to_owned(), environment)
+        };
         assert_eq!(
-            substitute_environment("path: ./overlays/{{ .Environment }}", Some("staging")),
+            render("path: ./overlays/{{ .Environment }}", Some("staging")).unwrap(),
             "path: ./overlays/staging"
         );
         assert_eq!(
-            substitute_environment("path: ./overlays/{{.Environment}}/x", None),
+            render("path: ./overlays/{{.Environment}}/x", None).unwrap(),
             "path: ./overlays//x"
         );
+        assert_eq!(
+            render(
+                "replicas: {{ if eq .Environment \"production\" }}3{{ else }}1{{ end }}",
+                Some("production")
+            )
+            .unwrap(),
+            "replicas: 3"
+        );
+        let error = render("a: 1\nb: {{ .Enviroment }}\n", Some("dr")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "template: map has no entry for key `Enviroment` in `.Enviroment` (it has `Environment`)"
+        );
+        assert_eq!(error.span().map(|s| s.location.line), Some(2));
     }
 
     #[test]
