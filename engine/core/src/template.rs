@@ -11,8 +11,6 @@
 //! Rendering is bounded: nesting depth and output size are capped, so a
 //! hostile file cannot exhaust memory or the stack.
 
-use std::fmt;
-
 use serde_json::Value;
 
 /// Deepest nesting of blocks and parentheses.
@@ -32,6 +30,18 @@ pub struct TemplateError {
     pub column: usize,
     /// What is wrong, such as ``map has no entry for key `regoin` ``.
     pub message: String,
+}
+
+impl TemplateError {
+    /// The error `message` about byte `at` of `source`.
+    fn at(source: &str, at: usize, message: impl Into<String>) -> Self {
+        let (line, column) = position(source, at);
+        Self {
+            line,
+            column,
+            message: message.into(),
+        }
+    }
 }
 
 /// Render `text` with `data` as `.`.
@@ -130,12 +140,7 @@ impl<'a> Parser<'a> {
     }
 
     fn error(&self, at: usize, message: impl Into<String>) -> TemplateError {
-        let (line, column) = position(self.source, at);
-        TemplateError {
-            line,
-            column,
-            message: message.into(),
-        }
+        TemplateError::at(self.source, at, message)
     }
 
     /// Split into text and actions, applying trim markers.
@@ -543,12 +548,7 @@ struct Eval<'a> {
 
 impl Eval<'_> {
     fn error(&self, at: usize, message: impl Into<String>) -> TemplateError {
-        let (line, column) = position(self.source, at);
-        TemplateError {
-            line,
-            column,
-            message: message.into(),
-        }
+        TemplateError::at(self.source, at, message)
     }
 
     /// Count one step against [`MAX_STEPS`].
@@ -970,17 +970,6 @@ fn position(text: &str, at: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
-}
-
-impl fmt::Display for Operand {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Operand::Field { path, .. } => write!(f, ".{}", path.join(".")),
-            Operand::Literal(value) => write!(f, "{value}"),
-            Operand::Function(name) => f.write_str(name),
-            Operand::Nested(_) => f.write_str("(…)"),
-        }
-    }
 }
 
 #[cfg(test)]
