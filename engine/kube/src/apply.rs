@@ -727,10 +727,7 @@ impl Run<'_> {
                 });
             }
         }
-        let hook_timeout = match manifest.wait {
-            Wait::On { timeout, .. } => timeout,
-            Wait::Off => Wait::DEFAULT_TIMEOUT,
-        };
+        let hook_timeout = manifest.wait.timeout();
         if self.settings.mode == Mode::Apply
             && manifest.create_namespace
             && let Some(namespace) = &manifest.namespace

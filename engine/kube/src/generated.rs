@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 use tazuna_core::config::Manifest;
-use tazuna_core::generated::{Field, Step};
+use tazuna_core::generated::Step;
 use tazuna_core::inventory::ObjectRef;
 use tazuna_core::render::Rendered;
 
@@ -60,7 +60,7 @@ pub async fn keep_live(
             }
         }
         for field in &object.generated {
-            if let Some(value) = live_value(&live, field)
+            if let Some(value) = field.get(&live).cloned()
                 && field.set(&mut object.value, value)
             {
                 kept += 1;
@@ -68,8 +68,4 @@ pub async fn keep_live(
         }
     }
     Ok(kept)
-}
-
-fn live_value(live: &Value, field: &Field) -> Option<Value> {
-    field.get(live).cloned()
 }

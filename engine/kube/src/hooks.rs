@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, PropagationPolicy};
 use serde_json::Value;
-use tazuna_core::config::{LoadBalancers, Manifest, Wait};
+use tazuna_core::config::{LoadBalancers, Manifest};
 use tazuna_core::hooks::{self, Hook, Release};
 use tazuna_core::inventory::{self, ObjectRef};
 
@@ -49,10 +49,7 @@ impl Run<'_> {
                             manifest: name.clone(),
                             objects: tests.len(),
                         });
-                        let timeout = match unit.manifest.wait {
-                            Wait::On { timeout, .. } => timeout,
-                            Wait::Off => Wait::DEFAULT_TIMEOUT,
-                        };
+                        let timeout = unit.manifest.wait.timeout();
                         // Tests are not the release's: nothing is recorded.
                         let mut entries = Vec::new();
                         let ran = self

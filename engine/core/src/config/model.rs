@@ -195,6 +195,15 @@ pub enum Wait {
 impl Wait {
     /// The timeout when `wait` does not give one: 300 s, as in Go Tazuna's helmfile wait.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
+
+    /// How long work the manifest always waits for (its helm hooks) may
+    /// take: its timeout, or the default when waiting is off.
+    pub fn timeout(self) -> Duration {
+        match self {
+            Self::On { timeout, .. } => timeout,
+            Self::Off => Self::DEFAULT_TIMEOUT,
+        }
+    }
 }
 
 impl Default for Wait {
