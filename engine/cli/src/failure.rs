@@ -23,8 +23,15 @@ impl std::error::Error for Reported {}
 /// Print `error` on stderr: what is wrong, its causes, then one `hint:`
 /// line for each error in the chain that has one ([`Hint`]).
 pub fn report(error: &anyhow::Error, color: Color) {
+    if let Some(text) = describe(error, color) {
+        eprintln!("{text}");
+    }
+}
+
+/// What [`report`] prints, `None` for [`Reported`].
+pub fn describe(error: &anyhow::Error, color: Color) -> Option<String> {
     if error.downcast_ref::<Reported>().is_some() {
-        return;
+        return None;
     }
     let config =
         error
@@ -34,20 +41,22 @@ pub fn report(error: &anyhow::Error, color: Color) {
                 _ => None,
             });
     if let Some(config) = config {
-        eprintln!("{}", paint(&config.render(), color));
-        return;
+        return Some(paint(&config.render(), color));
     }
     // Each manifest that failed to render, on its own line.
     if let Some(RunError::Render(errors)) = error.downcast_ref::<RunError>() {
-        for failure in errors {
-            let hint = failure
-                .hint
-                .as_deref()
-                .map(|hint| format!("\nhint: {hint}"))
-                .unwrap_or_default();
-            eprintln!("{}", paint(&format!("error: {failure}{hint}"), color));
-        }
-        return;
+        let lines: Vec<String> = errors
+            .iter()
+            .map(|failure| {
+                let hint = failure
+                    .hint
+                    .as_deref()
+                    .map(|hint| format!("\nhint: {hint}"))
+                    .unwrap_or_default();
+                paint(&format!("error: {failure}{hint}"), color)
+            })
+            .collect();
+        return Some(lines.join("\n"));
     }
     let mut message = format!("{error}");
     for cause in error.chain().skip(1) {
@@ -60,7 +69,7 @@ pub fn report(error: &anyhow::Error, color: Color) {
     for hint in hints(error) {
         message.push_str(&format!("\nhint: {hint}"));
     }
-    eprintln!("{}", paint(&format!("error: {message}"), color));
+    Some(paint(&format!("error: {message}"), color))
 }
 
 /// The hints of the errors in `error`'s chain, in order.
@@ -70,6 +79,9 @@ fn hints(error: &anyhow::Error) -> Vec<String> {
         .filter_map(|cause| {
             if let Some(run) = cause.downcast_ref::<RunError>() {
                 return run.hint();
+            }
+            if let Some(fleet) = cause.downcast_ref::<tazuna_engine::fleet::FleetError>() {
+                return fleet.hint();
             }
             cause.downcast_ref::<OwnershipError>().and_then(Hint::hint)
         })

@@ -25,8 +25,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, build, check, completions, destroy, init, plan, plugin, schema, state, status, tags,
-    test, verify, version,
+    apply, build, check, clusters, compare, completions, destroy, init, plan, plugin, schema,
+    state, status, tags, test, verify, version,
 };
 use crate::settings::{GlobalArgs, GlobalSettings};
 
@@ -58,6 +58,8 @@ enum Command {
     Plan(plan::Plan),
     Apply(apply::Apply),
     Status(status::Status),
+    Clusters(clusters::Clusters),
+    Compare(compare::Compare),
     #[command(subcommand)]
     State(state::State),
     Destroy(destroy::Destroy),
@@ -91,6 +93,8 @@ pub fn run() -> ExitCode {
         Command::Plan(cmd) => cmd.run(&settings),
         Command::Apply(cmd) => cmd.run(&settings),
         Command::Status(cmd) => cmd.run(&settings),
+        Command::Clusters(cmd) => cmd.run(&settings),
+        Command::Compare(cmd) => cmd.run(&settings),
         Command::State(cmd) => cmd.run(&settings),
         Command::Destroy(cmd) => cmd.run(&settings),
         Command::Test(cmd) => cmd.run(&settings),

@@ -18,6 +18,8 @@ pub struct Progress {
     color: Color,
     started: Instant,
     verb: &'static str,
+    /// The cluster, in a fleet run: prefixes text lines, and JSON lines carry it.
+    label: Option<String>,
     out: Mutex<()>,
     /// On a terminal: the block of running manifests, redrawn in place.
     live: Option<std::sync::Arc<Mutex<LiveView>>>,
@@ -131,13 +133,17 @@ impl Progress {
     /// A progress printer for `verb` (`apply`, `destroy`).
     pub fn new(settings: &GlobalSettings, verb: &'static str) -> Self {
         let started = Instant::now();
-        let live = (settings.output == OutputFormat::Text && crate::stdout_is_terminal())
-            .then(|| std::sync::Arc::new(Mutex::new(LiveView::default())));
+        // Clusters of a fleet run print plain lines side by side.
+        let live = (settings.output == OutputFormat::Text
+            && settings.label.is_none()
+            && crate::stdout_is_terminal())
+        .then(|| std::sync::Arc::new(Mutex::new(LiveView::default())));
         Self {
             format: settings.output,
             color: settings.stdout_color,
             started,
             verb,
+            label: settings.label.clone(),
             out: Mutex::new(()),
             _ticker: live.clone().map(|live| Ticker::start(live, started)),
             live,
@@ -153,7 +159,10 @@ impl Progress {
         }
         let _guard = self.out.lock();
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{text}");
+        let _ = match &self.label {
+            Some(label) => writeln!(out, "[{label}] {text}"),
+            None => writeln!(out, "{text}"),
+        };
     }
 
     /// Update the live view; `true` when it handled the event (on a terminal,
@@ -236,8 +245,12 @@ impl Progress {
         true
     }
 
-    fn json(&self, value: serde_json::Value) {
-        self.line(&value.to_string());
+    fn json(&self, mut value: serde_json::Value) {
+        if let Some(label) = &self.label {
+            value["cluster"] = serde_json::json!(label);
+        }
+        let _guard = self.out.lock();
+        let _ = writeln!(std::io::stdout().lock(), "{value}");
     }
 }
 

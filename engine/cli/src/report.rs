@@ -100,3 +100,21 @@ pub fn write_json(out: &mut impl Write, rendered: &[&Rendered]) -> io::Result<()
     serde_json::to_writer_pretty(&mut *out, &list).map_err(io::Error::other)?;
     writeln!(out)
 }
+
+/// Rows as columns padded to their widest cell, the first row a header.
+pub fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let widths: Vec<usize> = (0..N)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    rows.iter()
+        .map(|row| {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, width)| format!("{cell:<width$}"))
+                .collect();
+            cells.join("  ").trim_end().to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

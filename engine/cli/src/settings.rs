@@ -7,7 +7,9 @@ use std::time::Duration;
 use crate::report::{Color, OutputFormat};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use tazuna_core::selector::Selector;
 use tazuna_engine::cluster::ConnectOptions;
+use tazuna_engine::fleet::{Found, Selection};
 use tazuna_engine::host::{HostSettings, Limits};
 
 /// Flags every command accepts.
@@ -23,15 +25,31 @@ pub struct GlobalArgs {
     )]
     file: PathBuf,
 
-    /// Select `spec.environments.<NAME>`: its context rules and its values.
+    /// Select `spec.environments.<NAME>`: its context rules, values and
+    /// clusters. Repeat it (or comma-separate) to run `apply`, `plan`,
+    /// `status`, `state drift` or `destroy` on several environments' clusters
+    /// under `spec.rollout`.
     #[arg(
         short = 'e',
         long,
         global = true,
         env = "TAZUNA_ENVIRONMENT",
-        value_name = "NAME"
+        value_name = "NAME",
+        value_delimiter = ','
     )]
-    environment: Option<String>,
+    environment: Vec<String>,
+
+    /// Select a cluster of `spec.environments` by name (repeatable, comma-separated).
+    #[arg(long, global = true, value_name = "NAME", value_delimiter = ',')]
+    cluster: Vec<String>,
+
+    /// Select the clusters whose labels match, such as `env=production,region!=osaka`.
+    #[arg(long, global = true, value_name = "LABELS")]
+    selector: Option<String>,
+
+    /// Select every cluster the file declares.
+    #[arg(long, global = true)]
+    all_clusters: bool,
 
     /// Only manifests carrying one of these tags (comma-separated or repeated).
     #[arg(
@@ -43,11 +61,13 @@ pub struct GlobalArgs {
     )]
     tags: Vec<String>,
 
-    /// The kubeconfig to use (default: `$KUBECONFIG`, then `~/.kube/config`).
+    /// The kubeconfig to use (default: the cluster's `kubeconfig` in the
+    /// file, `$KUBECONFIG`, then `~/.kube/config`).
     #[arg(long, global = true, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
 
-    /// The kubeconfig context to use (default: its current context).
+    /// The kubeconfig context to use (default: the cluster's `context` in the
+    /// file, then the kubeconfig's current context).
     #[arg(long, global = true, value_name = "NAME")]
     context: Option<String>,
 
@@ -115,8 +135,16 @@ enum LogLevel {
 pub struct GlobalSettings {
     /// The tazuna.yaml to read.
     pub file: PathBuf,
-    /// The selected environment.
+    /// The selected environment, when one is.
     pub environment: Option<String>,
+    /// The selected cluster, when one is named.
+    pub cluster: Option<String>,
+    /// Every cluster the flags select (for fleet commands).
+    pub selection: Selection,
+    /// The cluster this run is one of, in a fleet: prefixes its output.
+    pub label: Option<String>,
+    /// The cluster to run on when it was found through Cluster API.
+    pub discovered: Option<tazuna_core::config::Target>,
     /// Tags to select manifests by; empty selects all.
     pub tags: Vec<String>,
     /// Output format of results.
@@ -161,9 +189,28 @@ impl GlobalSettings {
                 .checked_mul(1024 * 1024)
                 .context("`--plugin-memory` is too large")?,
         };
+        let selector = match &args.selector {
+            None => None,
+            Some(text) => Some(Selector::parse(text).map_err(|error| {
+                anyhow::anyhow!(
+                    "{error}\nhint: {}",
+                    tazuna_core::hint::Hint::hint(&error).unwrap_or_default()
+                )
+            })?),
+        };
+        let selection = Selection {
+            environments: args.environment.clone(),
+            clusters: args.cluster.clone(),
+            selector,
+            all: args.all_clusters,
+        };
         Ok(Self {
             file: args.file.clone(),
-            environment: args.environment.clone(),
+            environment: (args.environment.len() == 1).then(|| args.environment[0].clone()),
+            cluster: (args.cluster.len() == 1).then(|| args.cluster[0].clone()),
+            selection,
+            label: None,
+            discovered: None,
             tags: args.tags.clone(),
             output: match args.output {
                 Output::Text => OutputFormat::Text,
@@ -185,8 +232,39 @@ impl GlobalSettings {
             connect: ConnectOptions {
                 kubeconfig: args.kubeconfig.clone(),
                 context: args.context.clone(),
+                in_memory: None,
             },
         })
+    }
+
+    /// Whether the flags name at most one environment and one cluster, and
+    /// no selector: a run on one cluster (or on the file's default target).
+    pub fn is_single(&self) -> bool {
+        let s = &self.selection;
+        s.environments.len() <= 1 && s.clusters.len() <= 1 && s.selector.is_none() && !s.all
+    }
+
+    /// These settings for one cluster of a fleet run; `found` holds the
+    /// kubeconfigs of clusters found through Cluster API.
+    pub fn for_target(&self, target: &tazuna_core::config::Target, found: &Found) -> Self {
+        let mut connect = self.connect.clone();
+        let discovered = found.get(&target.name).map(|kubeconfig| {
+            connect.in_memory = Some(kubeconfig.clone());
+            target.clone()
+        });
+        Self {
+            environment: Some(target.environment.clone()),
+            cluster: Some(target.name.clone()),
+            label: Some(target.name.clone()),
+            discovered,
+            connect,
+            selection: Selection {
+                environments: vec![target.environment.clone()],
+                clusters: vec![target.name.clone()],
+                ..Selection::default()
+            },
+            ..self.clone()
+        }
     }
 
     /// Send logs to stderr at the chosen level.

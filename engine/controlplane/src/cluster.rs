@@ -176,6 +176,9 @@ pub struct AuditEvent {
     pub name: Option<String>,
     /// Whether it was a server-side dry run.
     pub dry_run: bool,
+    /// When the API server received it (RFC 3339 with microseconds, so
+    /// times compare as text).
+    pub at: String,
 }
 
 impl AuditEvent {
@@ -327,6 +330,10 @@ impl Cluster {
                 dry_run: e["requestURI"]
                     .as_str()
                     .is_some_and(|u| u.contains("dryRun=")),
+                at: e["requestReceivedTimestamp"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             })
             .collect()
     }

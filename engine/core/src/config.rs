@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 
 pub use error::{ConfigError, Location, Span};
 pub use model::{
-    Check, Cluster, ContextRule, Environment, ExistNonExist, LoadBalancers, Manifest, MatchMode,
-    Plugin, PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+    Check, Cluster, ClusterApi, ContextRule, Environment, ExistNonExist, LoadBalancers, Manifest,
+    MatchMode, OnFailure, Plugin, PluginSource, Provider, ResourceType, Rollout, Spec, Target,
+    Test, Wait, WaitUntil, Wave,
 };
 
 use error::suggest;
@@ -61,6 +62,14 @@ pub struct LoadOptions {
     /// The environment selected with `-e`, if any. It must be declared under
     /// `spec.environments`, and it fills `{{ .Environment }}` in the file.
     pub environment: Option<String>,
+    /// The cluster selected with `--cluster`, if any (it selects its
+    /// environment too). Without it, `-e` selects the environment's cluster
+    /// when it has only one.
+    pub cluster: Option<String>,
+    /// A cluster found in a Cluster API management cluster (see
+    /// [`ClusterApi`]) to render for; it selects its environment, which must
+    /// declare `clusterAPI`.
+    pub discovered: Option<Target>,
     /// The running tazuna's version, checked against `minimumSupportedTazunaVersion`.
     pub tazuna_version: semver::Version,
 }
@@ -70,6 +79,8 @@ impl LoadOptions {
     pub fn new(tazuna_version: semver::Version) -> Self {
         Self {
             environment: None,
+            cluster: None,
+            discovered: None,
             tazuna_version,
         }
     }
@@ -91,8 +102,10 @@ pub struct Config {
     pub spec: Spec,
     /// Every manifest after includes and `parallel` are expanded, in declaration order.
     pub manifests: Vec<Manifest>,
-    /// The environment selected with `-e`.
+    /// The environment selected with `-e` (or by `--cluster`).
     pub environment: Option<Environment>,
+    /// The cluster the file was rendered for, when one is selected.
+    pub target: Option<Target>,
     /// Every file read: the root first, then included files in order.
     pub files: Vec<PathBuf>,
     /// Where each manifest's `type` is, for [`Config::check_types`].
@@ -105,6 +118,32 @@ pub struct Config {
 /// the available plugins are known.
 pub fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigError> {
     load::load(path, opts)
+}
+
+/// The clusters a file declares and how a fleet command runs them, read
+/// without selecting one (see [`Fleet`]).
+pub fn fleet(path: &Path, opts: &LoadOptions) -> Result<Fleet, ConfigError> {
+    let (environments, rollout) = load::targets(path, opts)?;
+    Ok(Fleet {
+        environments,
+        rollout,
+    })
+}
+
+/// What a file says about its clusters, before one is selected.
+#[derive(Clone, Debug)]
+pub struct Fleet {
+    /// `spec.environments` with their clusters.
+    pub environments: BTreeMap<String, Environment>,
+    /// `spec.rollout`.
+    pub rollout: Rollout,
+}
+
+impl Fleet {
+    /// Every cluster, environment by environment, in name order.
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        self.environments.values().flat_map(|e| e.clusters.iter())
+    }
 }
 
 impl Config {
@@ -204,17 +243,23 @@ impl Config {
 
     /// The cluster identity in force: the selected environment's, else the root's.
     pub fn cluster(&self) -> Option<&Cluster> {
-        self.environment
+        self.target
             .as_ref()
-            .and_then(|env| env.cluster.as_ref())
+            .and_then(|target| target.identity.as_ref())
+            .or_else(|| {
+                self.environment
+                    .as_ref()
+                    .and_then(|env| env.cluster.as_ref())
+            })
             .or(self.spec.cluster.as_ref())
     }
 
-    /// The selected environment's values, `{}` without `-e`.
+    /// The selected cluster's values (its environment's with its own merged
+    /// over them), `{}` without one.
     pub fn values(&self) -> serde_json::Value {
-        self.environment.as_ref().map_or_else(
+        self.target.as_ref().map_or_else(
             || serde_json::Value::Object(serde_json::Map::new()),
-            |env| env.values.clone(),
+            |target| target.values.clone(),
         )
     }
 }

@@ -10,6 +10,7 @@
 //! Kubernetes client or WebAssembly engine, so everything in it is unit-testable.
 
 pub mod check;
+pub mod compare;
 pub mod config;
 pub mod diff;
 pub mod generated;
@@ -21,4 +22,5 @@ pub mod lock;
 pub mod readiness;
 pub mod removed;
 pub mod render;
+pub mod selector;
 pub mod template;

@@ -46,6 +46,30 @@ impl TemplateError {
 
 /// Render `text` with `data` as `.`.
 pub fn render(text: &str, data: &Value) -> Result<String, TemplateError> {
+    render_with(text, data, Keys::Required)
+}
+
+/// Render `text` with `data` as `.`, taking what it cannot evaluate as
+/// absent: a missing key is nil, an action that fails prints nothing, and an
+/// `if`, `with` or `range` whose pipeline fails takes no branch. For a first
+/// look at a file whose data is not all known yet (the environments, before
+/// the cluster's values that they declare). Syntax errors and the bounds on
+/// work and output still fail.
+pub fn render_partial(text: &str, data: &Value) -> Result<String, TemplateError> {
+    render_with(text, data, Keys::Optional)
+}
+
+/// What a key that is not in the data means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// An error (`missingkey=error`).
+    Required,
+    /// Nil, and failed actions print nothing.
+    Optional,
+}
+
+/// [`render`] or [`render_partial`], as `keys` says.
+pub fn render_with(text: &str, data: &Value, keys: Keys) -> Result<String, TemplateError> {
     let nodes = Parser::new(text).parse()?;
     let mut out = String::new();
     let mut eval = Eval {
@@ -53,6 +77,7 @@ pub fn render(text: &str, data: &Value) -> Result<String, TemplateError> {
         root: data,
         out: &mut out,
         steps: 0,
+        keys,
     };
     eval.nodes(&nodes, data)?;
     Ok(out)
@@ -544,6 +569,7 @@ struct Eval<'a> {
     out: &'a mut String,
     /// Nodes evaluated so far.
     steps: usize,
+    keys: Keys,
 }
 
 impl Eval<'_> {
@@ -583,7 +609,9 @@ impl Eval<'_> {
             match node {
                 Node::Text(text) => self.write(text, 0)?,
                 Node::Action(pipeline) => {
-                    let value = self.pipeline(pipeline, dot)?;
+                    let Some(value) = self.settled(pipeline, dot)? else {
+                        continue;
+                    };
                     self.write(&print(&value), pipeline.at)?;
                 }
                 Node::If {
@@ -592,7 +620,11 @@ impl Eval<'_> {
                 } => {
                     let mut taken = false;
                     for (condition, body) in branches {
-                        if truthy(&self.pipeline(condition, dot)?) {
+                        let Some(value) = self.settled(condition, dot)? else {
+                            taken = true;
+                            break;
+                        };
+                        if truthy(&value) {
                             self.nodes(body, dot)?;
                             taken = true;
                             break;
@@ -607,7 +639,9 @@ impl Eval<'_> {
                     body,
                     otherwise,
                 } => {
-                    let value = self.pipeline(pipeline, dot)?;
+                    let Some(value) = self.settled(pipeline, dot)? else {
+                        continue;
+                    };
                     if truthy(&value) {
                         self.nodes(body, &value)?;
                     } else {
@@ -619,7 +653,9 @@ impl Eval<'_> {
                     body,
                     otherwise,
                 } => {
-                    let value = self.pipeline(pipeline, dot)?;
+                    let Some(value) = self.settled(pipeline, dot)? else {
+                        continue;
+                    };
                     let items: Vec<Value> = match &value {
                         Value::Array(items) => items.clone(),
                         // Go ranges over a map in key order.
@@ -629,6 +665,7 @@ impl Eval<'_> {
                             keys.into_iter().map(|k| map[k].clone()).collect()
                         }
                         Value::Null => Vec::new(),
+                        _ if self.keys == Keys::Optional => continue,
                         other => {
                             return Err(self
                                 .error(pipeline.at, format!("cannot range over {}", kind(other))));
@@ -645,6 +682,20 @@ impl Eval<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A pipeline's result, or `None` where [`Keys::Optional`] takes its
+    /// failure as nothing.
+    fn settled(
+        &mut self,
+        pipeline: &Pipeline,
+        dot: &Value,
+    ) -> Result<Option<Value>, TemplateError> {
+        match self.pipeline(pipeline, dot) {
+            Ok(value) => Ok(Some(value)),
+            Err(_) if self.keys == Keys::Optional => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     fn pipeline(&mut self, pipeline: &Pipeline, dot: &Value) -> Result<Value, TemplateError> {
@@ -988,6 +1039,20 @@ mod tests {
 
     fn ok(text: &str) -> String {
         render(text, &data()).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    #[test]
+    fn a_partial_render_leaves_out_what_it_cannot_evaluate_and_keeps_the_rest() {
+        let data = json!({ "Environment": "staging", "Values": {} });
+        let text = "env: {{ .Environment }}\nreplicas: {{ .Values.replicas }}\n{{ if gt .Values.replicas 1 }}big: true\n{{ else }}small: true\n{{ end }}{{ range .Values.zones }}- {{ . }}\n{{ end }}{{ with .Cluster.Name }}name: {{ . }}{{ end }}done";
+        assert_eq!(
+            render_partial(text, &data).unwrap(),
+            "env: staging\nreplicas: \ndone"
+        );
+        assert!(render(text, &data).is_err(), "a full render still refuses");
+        // Syntax errors and bounds still fail.
+        assert!(render_partial("{{ if }}", &data).is_err());
+        assert!(render_partial("{{ range .Values.x }}", &data).is_err());
     }
 
     #[test]

@@ -9,6 +9,8 @@ use tazuna_core::graph;
 fn opts(environment: Option<&str>) -> LoadOptions {
     LoadOptions {
         environment: environment.map(str::to_owned),
+        cluster: None,
+        discovered: None,
         tazuna_version: semver::Version::new(0, 1, 0),
     }
 }

@@ -6,6 +6,7 @@
 //!
 //! `options` lines, all optional:
 //! - `environment: <name>`: `-e`;
+//! - `cluster: <name>`: `--cluster`;
 //! - `version: <semver>`: the running tazuna (default `0.5.0`);
 //! - `known: a, b`: types for `check_types` (default: the built-ins);
 //! - `tags: a, b`: a `--tags` selection to print (and whose errors to render).
@@ -19,6 +20,7 @@ use tazuna_core::graph;
 #[derive(Default)]
 struct Options {
     environment: Option<String>,
+    cluster: Option<String>,
     version: Option<String>,
     known: Option<Vec<String>>,
     tags: Vec<String>,
@@ -45,6 +47,7 @@ fn read_options(dir: &Path) -> Options {
         let value = value.trim();
         match key.trim() {
             "environment" => options.environment = Some(value.to_owned()),
+            "cluster" => options.cluster = Some(value.to_owned()),
             "version" => options.version = Some(value.to_owned()),
             "known" => options.known = Some(list(value)),
             "tags" => options.tags = list(value),
@@ -59,6 +62,8 @@ fn run_case(dir: &Path) -> String {
     let version = options.version.as_deref().unwrap_or("0.5.0");
     let opts = LoadOptions {
         environment: options.environment.clone(),
+        cluster: options.cluster.clone(),
+        discovered: None,
         tazuna_version: semver::Version::parse(version).unwrap(),
     };
     let config = match config::load(&dir.join("tazuna.yaml"), &opts) {
@@ -101,6 +106,28 @@ fn summary(config: &Config, selected: &[&config::Manifest], tags: &[String]) -> 
             "environment: {} values={}",
             env.name,
             json(&env.values)
+        );
+    }
+    if let Some(target) = &config.target {
+        let _ = writeln!(
+            out,
+            "cluster {} of {}: context={:?} kubeconfig={:?} labels={:?} values={}",
+            target.name,
+            target.environment,
+            target.context,
+            target.kubeconfig.as_ref().map(|k| k.display().to_string()),
+            target.labels,
+            json(&target.values)
+        );
+    }
+    for wave in &config.spec.rollout.waves {
+        let _ = writeln!(
+            out,
+            "wave {}: environments={:?} clusters={:?} selector={:?}",
+            wave.name,
+            wave.environments,
+            wave.clusters,
+            wave.selector.as_ref().map(ToString::to_string)
         );
     }
     let rule = config.context_rule();

@@ -17,11 +17,12 @@
 //! `tazuna-core`.
 
 pub use tazuna_kube::{
-    apply, checks, cluster, destroy, guard, live, objects, ownership, plan, state, status, wait,
-    warnings,
+    apply, capi, checks, cluster, destroy, guard, live, objects, ownership, plan, state, status,
+    wait, warnings,
 };
 pub use tazuna_plugin_host::{distribution, host, plugins, render, secrets};
 
+pub mod fleet;
 pub mod stack;
 
 /// The version of this build of Tazuna.

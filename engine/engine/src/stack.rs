@@ -43,6 +43,11 @@ pub struct StackOptions {
     pub file: PathBuf,
     /// The selected environment.
     pub environment: Option<String>,
+    /// The selected cluster (`--cluster`), when the environment has several.
+    pub cluster: Option<String>,
+    /// A cluster found through Cluster API to run on (its kubeconfig is in
+    /// [`ConnectOptions::in_memory`]).
+    pub discovered: Option<tazuna_core::config::Target>,
     /// Tags selecting manifests; empty selects all.
     pub tags: Vec<String>,
     /// The plugin host's settings.
@@ -287,9 +292,23 @@ impl Stack {
     pub fn open(options: StackOptions, writes: Writes, notices: Notices) -> Result<Self, RunError> {
         let load = LoadOptions {
             environment: options.environment.clone(),
+            cluster: options.cluster.clone(),
+            discovered: options.discovered.clone(),
             tazuna_version: tazuna_version(),
         };
         let config = config::load(&options.file, &load)?;
+        // The cluster's own context and kubeconfig, unless flags name others.
+        let mut options = options;
+        if let Some(target) = &config.target {
+            options.environment = Some(target.environment.clone());
+            options.cluster = Some(target.name.clone());
+            if options.connect.context.is_none() {
+                options.connect.context = target.context.clone();
+            }
+            if options.connect.kubeconfig.is_none() {
+                options.connect.kubeconfig = target.kubeconfig.clone();
+            }
+        }
         let builtins: Vec<&str> = plugins::builtin_names().collect();
         config.check_types_tagged(&builtins, &options.tags)?;
         let lock = LockFile {
@@ -438,6 +457,7 @@ impl Stack {
         let guard = ContextGuard {
             rule: self.config.context_rule(),
             environment: self.options.environment.clone(),
+            cluster: self.options.cluster.clone(),
             file_uid: self.config.cluster().and_then(|c| c.uid.clone()),
             lock_path: self.lock.path.clone(),
         };
@@ -468,15 +488,17 @@ impl Stack {
                 if self.lock.writes == Writes::Persist {
                     self.notice(&format!(
                         "binding {} to cluster {} in `{}`",
-                        self.options
-                            .environment
-                            .as_deref()
-                            .map_or("this file".to_owned(), |e| format!("environment `{e}`")),
+                        match (&self.options.cluster, &self.options.environment) {
+                            (Some(c), Some(e)) if c != e =>
+                                format!("cluster `{c}` of environment `{e}`"),
+                            (_, Some(e)) => format!("environment `{e}`"),
+                            _ => "this file".to_owned(),
+                        },
                         binding.uid,
                         self.lock.path.display()
                     ));
                 }
-                lock.bind(self.options.environment.as_deref(), binding);
+                lock.bind(self.options.cluster.as_deref(), binding);
             }
             Ok::<_, RunError>(())
         })?;
@@ -1000,6 +1022,18 @@ impl Stack {
                 .collect(),
             requests,
         })
+    }
+
+    /// The live objects of this stack's state on the cluster, by manifest
+    /// (for comparing two clusters as they are).
+    pub async fn live_objects(
+        &self,
+        connection: &Connection,
+    ) -> Result<Vec<(String, serde_json::Value)>, RunError> {
+        let own = self.states(connection).await?.own;
+        tazuna_kube::live::recorded(&connection.cluster, &own)
+            .await
+            .map_err(RunError::Read)
     }
 
     /// Stop managing `target` (`<manifest>` or `<manifest>/<Kind>[/<namespace>]/<name>`)

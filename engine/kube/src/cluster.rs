@@ -23,6 +23,34 @@ pub struct ConnectOptions {
     pub kubeconfig: Option<PathBuf>,
     /// The context; `None` takes the kubeconfig's current context.
     pub context: Option<String>,
+    /// A kubeconfig held in memory (read from a Cluster API Secret), used
+    /// instead of any file. It is never written anywhere.
+    pub in_memory: Option<InMemoryKubeconfig>,
+}
+
+/// A kubeconfig that lives only in memory. Its `Debug` shows nothing of it,
+/// so it cannot reach a log.
+#[derive(Clone)]
+pub struct InMemoryKubeconfig {
+    /// Where it came from, for messages (`Secret fleet/tokyo-kubeconfig`).
+    pub origin: String,
+    kubeconfig: std::sync::Arc<Kubeconfig>,
+}
+
+impl InMemoryKubeconfig {
+    /// `kubeconfig`, read from `origin`.
+    pub fn new(origin: String, kubeconfig: Kubeconfig) -> Self {
+        Self {
+            origin,
+            kubeconfig: std::sync::Arc::new(kubeconfig),
+        }
+    }
+}
+
+impl std::fmt::Debug for InMemoryKubeconfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InMemoryKubeconfig({})", self.origin)
+    }
 }
 
 /// The cluster a command works on, as it is shown before any write.
@@ -126,6 +154,9 @@ pub fn context_name(options: &ConnectOptions) -> Result<String, ClusterError> {
 }
 
 fn read_kubeconfig(options: &ConnectOptions) -> Result<Kubeconfig, ClusterError> {
+    if let Some(in_memory) = &options.in_memory {
+        return Ok((*in_memory.kubeconfig).clone());
+    }
     match &options.kubeconfig {
         Some(path) => Kubeconfig::read_from(path),
         None => Kubeconfig::read(),
@@ -191,38 +222,65 @@ pub struct Resolved {
     pub namespaced: bool,
 }
 
+/// A client, and where it points, before anything is read.
+#[derive(Clone)]
+pub struct Connected {
+    /// The client (user agent `tazuna/<version>`).
+    pub client: Client,
+    /// The kubeconfig context.
+    pub context: String,
+    /// The API server URL.
+    pub server: String,
+}
+
+/// A client for the cluster `options` select, without a request: for a
+/// cluster Tazuna only reads a few objects of (a Cluster API management
+/// cluster), where it needs no rights beyond those reads.
+pub async fn client_for(options: &ConnectOptions) -> Result<Connected, ClusterError> {
+    // With more than one rustls backend compiled in (the workspace's
+    // other crates bring aws-lc-rs), rustls cannot pick one by itself.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig = read_kubeconfig(options)?;
+    let context = select_context(&kubeconfig, options)?;
+    let kube_options = KubeConfigOptions {
+        context: Some(context.clone()),
+        ..KubeConfigOptions::default()
+    };
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube_options)
+        .await
+        .map_err(|source| ClusterError::Kubeconfig {
+            path: options.kubeconfig.clone(),
+            source,
+        })?;
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("tazuna/", env!("CARGO_PKG_VERSION"))),
+    ));
+    let server = config.cluster_url.to_string();
+    let server = server.trim_end_matches('/').to_owned();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|source| ClusterError::Client {
+            context: context.clone(),
+            source,
+        })?
+        .with_layer(&crate::warnings::WarningLayer)
+        .build();
+    Ok(Connected {
+        client,
+        context,
+        server,
+    })
+}
+
 impl Cluster {
     /// Connect with `options`, read the cluster's identity and discover its
     /// kinds. Only reads.
     pub async fn connect(options: &ConnectOptions) -> Result<Self, ClusterError> {
-        // With more than one rustls backend compiled in (the workspace's
-        // other crates bring aws-lc-rs), rustls cannot pick one by itself.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let kubeconfig = read_kubeconfig(options)?;
-        let context = select_context(&kubeconfig, options)?;
-        let kube_options = KubeConfigOptions {
-            context: Some(context.clone()),
-            ..KubeConfigOptions::default()
-        };
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube_options)
-            .await
-            .map_err(|source| ClusterError::Kubeconfig {
-                path: options.kubeconfig.clone(),
-                source,
-            })?;
-        config.headers.push((
-            http::header::USER_AGENT,
-            http::HeaderValue::from_static(concat!("tazuna/", env!("CARGO_PKG_VERSION"))),
-        ));
-        let server = config.cluster_url.to_string();
-        let server = server.trim_end_matches('/').to_owned();
-        let client = kube::client::ClientBuilder::try_from(config)
-            .map_err(|source| ClusterError::Client {
-                context: context.clone(),
-                source,
-            })?
-            .with_layer(&crate::warnings::WarningLayer)
-            .build();
+        let Connected {
+            client,
+            context,
+            server,
+        } = client_for(options).await?;
         let unreachable = |source| ClusterError::Unreachable {
             context: context.clone(),
             server: server.clone(),

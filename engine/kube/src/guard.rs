@@ -81,6 +81,9 @@ pub struct ContextGuard {
     pub rule: ContextRule,
     /// The selected environment.
     pub environment: Option<String>,
+    /// The selected cluster's name, which keys its binding in `tazuna.lock`
+    /// (an environment's own cluster is named after it).
+    pub cluster: Option<String>,
     /// `spec.cluster.uid` in force, if any.
     pub file_uid: Option<String>,
     /// The lock file.
@@ -140,7 +143,7 @@ impl ContextGuard {
             server: target.server.clone(),
             bound_at: crate::state::now_rfc3339(),
         };
-        match lock.binding(self.environment.as_deref()) {
+        match lock.binding(self.cluster.as_deref()) {
             None => Ok(Some(new_binding())),
             Some(bound) if bound.uid == target.uid => Ok(None),
             Some(_) if rebind == Rebind::Rebind => Ok(Some(new_binding())),
@@ -170,6 +173,7 @@ mod tests {
                 mode,
             },
             environment: None,
+            cluster: None,
             file_uid: None,
             lock_path: PathBuf::from("tazuna.lock"),
         }

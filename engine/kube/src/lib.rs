@@ -15,6 +15,7 @@
 //! not depend on the WebAssembly engine.
 
 pub mod apply;
+pub mod capi;
 pub mod checks;
 pub mod cluster;
 pub mod destroy;

@@ -117,3 +117,26 @@ fn slim(metadata: kube::api::ObjectMeta) -> Value {
         }
     })
 }
+
+/// The live form of every object `states` record, by manifest, in record
+/// order; objects that are gone or whose kind is no longer served are left
+/// out. One list call per kind and namespace.
+pub async fn recorded(
+    cluster: &Cluster,
+    states: &std::collections::BTreeMap<String, crate::state::Stored>,
+) -> Result<Vec<(String, Value)>, kube::Error> {
+    let mut live = LiveIndex::new(cluster);
+    let mut objects = Vec::new();
+    for stored in states.values() {
+        for entry in &stored.state.objects {
+            let object = entry.object();
+            let Some(resolved) = cluster.resolve(&object) else {
+                continue;
+            };
+            if let Some(current) = live.get(&object, &resolved).await? {
+                objects.push((stored.state.manifest.clone(), current.clone()));
+            }
+        }
+    }
+    Ok(objects)
+}

@@ -155,3 +155,23 @@ mod tool_warning_tests {
         );
     }
 }
+
+/// The selected cluster's values (its environment's `values` with its own
+/// over them) written to `scratch/name` as JSON for a tool to read, or
+/// `None` when there are none.
+pub fn write_cluster_values(
+    request: &tazuna_sdk::RenderRequest,
+    name: &str,
+) -> Result<Option<String>, tazuna_sdk::PluginError> {
+    let values: serde_json::Value = serde_json::from_str(&request.values).map_err(|error| {
+        tazuna_sdk::PluginError::other(format_args!("the cluster's values are not JSON: {error}"))
+    })?;
+    if values.as_object().is_none_or(|map| map.is_empty()) {
+        return Ok(None);
+    }
+    let file = format!("{}/{name}", request.scratch.trim_end_matches('/'));
+    std::fs::write(&file, values.to_string()).map_err(|error| {
+        tazuna_sdk::PluginError::other(format_args!("cannot write `{file}`: {error}"))
+    })?;
+    Ok(Some(file))
+}

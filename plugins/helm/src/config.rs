@@ -26,6 +26,11 @@ pub struct Config {
     pub values_files: Vec<String>,
     /// Values, as a values file would hold them; applied after `valuesFiles`.
     pub values: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Give the chart the selected cluster's values (`spec.environments.<env>.values`, with
+    /// the cluster's own over them) as its first values file, so `valuesFiles` and `values`
+    /// win over them. Off by default: a chart sees only what its manifest gives it.
+    #[serde(default)]
+    pub environment_values: bool,
     /// Render the chart's `crds/` directory too (default `true`), so Tazuna applies CRDs first
     /// and waits for them.
     #[serde(default = "yes", rename = "includeCRDs")]

@@ -9,6 +9,7 @@
 //!     # chart: oci://registry.example.com/charts/hello   # an OCI chart, or a name in `repo`
 //!     # version: 1.2.3                                   # required for remote charts
 //!     releaseName: hello            # default: the manifest's name
+//!     environmentValues: true     # the cluster's values first, as a values file
 //!     valuesFiles: [values/prod.yaml]
 //!     values: { replicas: 3 }
 //! ```
@@ -33,6 +34,9 @@ const CAPABILITY: &str = "exec:helm";
 
 /// Guest path of the values file written for the inline `values`.
 const VALUES_FILE: &str = "tazuna-values.json";
+
+/// Guest path of the values file written for `environmentValues`.
+const CLUSTER_VALUES_FILE: &str = "tazuna-cluster-values.json";
 
 /// The `helm` source plugin.
 pub struct Helm;
@@ -86,6 +90,11 @@ impl SourcePlugin for Helm {
                 )));
             }
         }
+        let cluster_values = if config.environment_values {
+            tazuna_plugin_common::write_cluster_values(request, CLUSTER_VALUES_FILE)?
+        } else {
+            None
+        };
         let inline = match &config.values {
             Some(values) if !values.is_empty() => {
                 let file = format!("{}/{VALUES_FILE}", request.scratch.trim_end_matches('/'));
@@ -106,8 +115,9 @@ impl SourcePlugin for Helm {
             config: &config,
             namespace: request.namespace.as_deref().filter(|ns| !ns.is_empty()),
             cluster: request.cluster.as_ref(),
-            values_files: values_files
+            values_files: cluster_values
                 .iter()
+                .chain(&values_files)
                 .map(String::as_str)
                 .chain(inline.as_deref())
                 .collect(),

@@ -8,6 +8,9 @@ use tazuna_engine::apply::{Conflicts, Mode, Prune, Recreate};
 use tazuna_engine::guard::Rebind;
 use tazuna_engine::stack::{Access, ApplyOptions, Writes};
 
+use tazuna_engine::apply::ManifestOutcome;
+
+use super::fleet::{self, Changes, ClusterReport, Order, RolloutArgs, Scope};
 use crate::failure::Reported;
 use crate::progress::{self, Progress};
 use crate::settings::GlobalSettings;
@@ -72,6 +75,9 @@ pub struct Apply {
     /// Requests in flight per manifest.
     #[arg(long, value_name = "N", default_value_t = 32)]
     requests: usize,
+
+    #[command(flatten)]
+    rollout: RolloutArgs,
 }
 
 impl Apply {
@@ -82,7 +88,44 @@ impl Apply {
         } else {
             Rebind::Refuse
         });
-        super::runtime()?.block_on(self.execute(settings, access))
+        super::runtime()?.block_on(async {
+            match fleet::scope(settings, &self.rollout, Order::Waves).await? {
+                Scope::One(one) => self.execute(&one, access).await,
+                Scope::Many(waves, pace, found) => {
+                    let verb = self.verb();
+                    let this = &self;
+                    fleet::run(
+                        settings,
+                        (waves, pace, found),
+                        verb,
+                        Changes::Succeed,
+                        |one| async move {
+                            let (ok, outcomes) = this.apply(&one, access).await?;
+                            if !ok {
+                                return Err(Reported.into());
+                            }
+                            let changed = outcomes
+                                .iter()
+                                .map(|o| o.counts.created + o.counts.configured + o.counts.pruned)
+                                .sum();
+                            Ok(ClusterReport {
+                                changed: Some(changed),
+                                ..ClusterReport::default()
+                            })
+                        },
+                    )
+                    .await
+                }
+            }
+        })
+    }
+
+    fn verb(&self) -> &'static str {
+        if self.dry_run {
+            "apply --dry-run"
+        } else {
+            "apply"
+        }
     }
 
     /// A plain apply with the defaults of every flag (for `tazuna verify`).
@@ -97,6 +140,7 @@ impl Apply {
             lock_timeout: 60,
             concurrency: 4,
             requests: 32,
+            rollout: RolloutArgs::defaults(),
         }
     }
 
@@ -131,10 +175,24 @@ impl Apply {
 
     /// Apply to the cluster `settings` point at, with the guard `access` asks for.
     pub async fn execute(
-        self,
+        &self,
         settings: &GlobalSettings,
         access: Access,
     ) -> anyhow::Result<ExitCode> {
+        if self.apply(settings, access).await?.0 {
+            Ok(ExitCode::SUCCESS)
+        } else {
+            Err(Reported.into())
+        }
+    }
+
+    /// Apply on one cluster and print its summary; whether every manifest
+    /// succeeded, and how each ended.
+    async fn apply(
+        &self,
+        settings: &GlobalSettings,
+        access: Access,
+    ) -> anyhow::Result<(bool, Vec<ManifestOutcome>)> {
         let options = self.options();
         let writes = match options.mode {
             Mode::Apply => Writes::Persist,
@@ -142,18 +200,8 @@ impl Apply {
         };
         let stack = super::open(settings, writes)?;
         let connection = stack.connect(access).await?;
-        let progress = Progress::new(
-            settings,
-            match options.mode {
-                Mode::Apply => "apply",
-                Mode::DryRun => "apply --dry-run",
-            },
-        );
+        let progress = Progress::new(settings, self.verb());
         let outcomes = stack.apply(&connection, &options, &progress).await?;
-        if progress::summary(&progress, &outcomes) {
-            Ok(ExitCode::SUCCESS)
-        } else {
-            Err(Reported.into())
-        }
+        Ok((progress::summary(&progress, &outcomes), outcomes))
     }
 }

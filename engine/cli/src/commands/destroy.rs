@@ -9,6 +9,7 @@ use clap::Args;
 use tazuna_engine::guard::Rebind;
 use tazuna_engine::stack::{Access, Teardown, Writes};
 
+use super::fleet::{self, Changes, ClusterReport, Order, RolloutArgs, Scope};
 use crate::failure::Reported;
 use crate::progress::{self, Progress};
 use crate::settings::GlobalSettings;
@@ -40,15 +41,46 @@ pub struct Destroy {
     /// gone, in seconds. A timeout names what holds them.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     timeout: u64,
+
+    #[command(flatten)]
+    rollout: RolloutArgs,
 }
 
 impl Destroy {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        super::runtime()?.block_on(self.run_async(settings))
+        super::runtime()?.block_on(async {
+            match fleet::scope(settings, &self.rollout, Order::Waves).await? {
+                Scope::One(one) => self.destroy(&one).await.map(|_| ExitCode::SUCCESS),
+                Scope::Many(waves, pace, found) => {
+                    if !self.yes {
+                        bail!(
+                            "destroy on {} clusters needs `--yes`: it asks no question per cluster",
+                            waves.iter().map(|w| w.targets.len()).sum::<usize>()
+                        );
+                    }
+                    let this = &self;
+                    fleet::run(
+                        settings,
+                        (waves, pace, found),
+                        "destroy",
+                        Changes::Succeed,
+                        |one| async move {
+                            let deleted = this.destroy(&one).await?;
+                            Ok(ClusterReport {
+                                changed: Some(deleted),
+                                ..ClusterReport::default()
+                            })
+                        },
+                    )
+                    .await
+                }
+            }
+        })
     }
 
-    async fn run_async(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+    /// Destroy on one cluster; how many objects were deleted.
+    async fn destroy(&self, settings: &GlobalSettings) -> anyhow::Result<usize> {
         let stack = super::open(settings, Writes::Persist)?;
         let connection = stack.connect(Access::Write(Rebind::Refuse)).await?;
         let progress = Progress::new(settings, "destroy");
@@ -73,8 +105,10 @@ impl Destroy {
             return Err(error);
         }
         match outcomes {
-            None => Ok(ExitCode::SUCCESS),
-            Some(outcomes) if progress::summary(&progress, &outcomes) => Ok(ExitCode::SUCCESS),
+            None => Ok(0),
+            Some(outcomes) if progress::summary(&progress, &outcomes) => {
+                Ok(outcomes.iter().map(|o| o.counts.pruned).sum())
+            }
             Some(_) => Err(Reported.into()),
         }
     }

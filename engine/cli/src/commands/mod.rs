@@ -4,8 +4,11 @@
 pub mod apply;
 pub mod build;
 pub mod check;
+pub mod clusters;
+pub mod compare;
 pub mod completions;
 pub mod destroy;
+pub mod fleet;
 pub mod init;
 pub mod plan;
 pub mod plugin;
@@ -28,19 +31,34 @@ use crate::settings::GlobalSettings;
 /// `type` with a plugin. With [`Writes::Discard`], nothing the run does is
 /// written to `tazuna.lock`.
 pub fn open(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> {
+    if !settings.is_single() {
+        anyhow::bail!(
+            "this command runs on one cluster, and the flags select several\nhint: select one with `-e <environment>` or `--cluster <name>`; `apply`, `plan`, `status`, `state drift` and `destroy` run on several"
+        );
+    }
     let options = StackOptions {
         file: settings.file.clone(),
         environment: settings.environment.clone(),
+        cluster: settings.cluster.clone(),
+        discovered: settings.discovered.clone(),
         tags: settings.tags.clone(),
         host: settings.host.clone(),
         connect: settings.connect.clone(),
     };
-    Ok(Stack::open(options, writes, notices())?)
+    Ok(Stack::open(options, writes, notices(settings))?)
 }
 
-/// What the engine tells people along the way goes to stderr.
-pub fn notices() -> Notices {
-    Arc::new(|text: &str| eprintln!("{text}"))
+/// What the engine tells people along the way goes to stderr, prefixed by
+/// the cluster in a fleet run.
+pub fn notices(settings: &GlobalSettings) -> Notices {
+    match settings.label.clone() {
+        None => Arc::new(|text: &str| eprintln!("{text}")),
+        Some(label) => Arc::new(move |text: &str| {
+            for line in text.lines() {
+                eprintln!("[{label}] {line}");
+            }
+        }),
+    }
 }
 
 /// The async runtime for commands that talk to a cluster.

@@ -7,6 +7,7 @@ use clap::Args;
 use tazuna_engine::plan::{ChangeKind, Question, Report};
 use tazuna_engine::stack::{Access, Writes};
 
+use super::fleet::{self, Changes, ClusterReport, Order, RolloutArgs, Scope};
 use crate::settings::GlobalSettings;
 
 /// Show what `tazuna apply` would change, object by object, without writing.
@@ -29,25 +30,70 @@ pub struct Plan {
     /// Exit with 2 when there are changes (1 stays for errors).
     #[arg(long)]
     detailed_exitcode: bool,
+
+    /// Clusters planned at once, when the flags select several.
+    #[arg(long, value_name = "N")]
+    max_parallel: Option<usize>,
 }
 
 impl Plan {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        super::runtime()?.block_on(async {
-            let report = compare(settings, Question::Plan).await?;
-            print(
+        let changes = if self.detailed_exitcode {
+            Changes::Exit2
+        } else {
+            Changes::Succeed
+        };
+        super::runtime()?.block_on(report_on(
+            settings,
+            self.max_parallel,
+            Question::Plan,
+            ("plan", "no changes: the cluster matches the file"),
+            changes,
+        ))
+    }
+}
+
+/// Compare on every selected cluster and print each report; with
+/// [`Changes::Exit2`], exit 2 when any has changes.
+pub async fn report_on(
+    settings: &GlobalSettings,
+    max_parallel: Option<usize>,
+    question: Question,
+    (verb, empty): (&str, &str),
+    changes: Changes,
+) -> anyhow::Result<ExitCode> {
+    let rollout = RolloutArgs::at_most(max_parallel);
+    match fleet::scope(settings, &rollout, Order::Everywhere).await? {
+        Scope::One(one) => {
+            let report = compare(&one, question).await?;
+            print(&one, &report, verb, empty)?;
+            Ok(
+                if report.changes.is_empty() || changes == Changes::Succeed {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(2)
+                },
+            )
+        }
+        Scope::Many(waves, pace, found) => {
+            fleet::run(
                 settings,
-                &report,
-                "plan",
-                "no changes: the cluster matches the file",
-            )?;
-            Ok(if report.changes.is_empty() || !self.detailed_exitcode {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(2)
-            })
-        })
+                (waves, pace, found),
+                verb,
+                changes,
+                |one| async move {
+                    let report = compare(&one, question).await?;
+                    Ok(ClusterReport {
+                        changes: !report.changes.is_empty(),
+                        changed: Some(report.changes.len()),
+                        text: text(&one, &report, verb, empty),
+                        json: Some(serde_json::to_value(&report)?),
+                    })
+                },
+            )
+            .await
+        }
     }
 }
 
@@ -69,6 +115,14 @@ pub fn print(
         outln!("{}", serde_json::to_string_pretty(report)?);
         return Ok(());
     }
+    outln!("{}", text(settings, report, verb, empty));
+    Ok(())
+}
+
+/// A report as text lines.
+fn text(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
     let color = settings.stdout_color;
     for change in &report.changes {
         let label = match change.change {
@@ -82,23 +136,24 @@ pub fn print(
             .as_ref()
             .map(|n| format!(" ({n})"))
             .unwrap_or_default();
-        outln!("{label} {}: {}{note}", change.manifest, change.object);
+        let _ = writeln!(out, "{label} {}: {}{note}", change.manifest, change.object);
         if let Some(diff) = &change.diff {
             for line in diff.lines() {
-                outln!("    {}", paint_diff(line, color));
+                let _ = writeln!(out, "    {}", paint_diff(line, color));
             }
         }
     }
     if report.changes.is_empty() {
-        outln!("{empty} ({} objects unchanged)", report.unchanged);
+        let _ = write!(out, "{empty} ({} objects unchanged)", report.unchanged);
     } else {
-        outln!(
+        let _ = write!(
+            out,
             "{verb}: {} changes, {} objects unchanged",
             report.changes.len(),
             report.unchanged
         );
     }
-    Ok(())
+    out
 }
 
 fn paint_diff(line: &str, color: Color) -> String {

@@ -50,7 +50,11 @@ pub struct Diff {}
 
 /// `state drift`.
 #[derive(Debug, Args)]
-pub struct Drift {}
+pub struct Drift {
+    /// Clusters compared at once, when the flags select several.
+    #[arg(long, value_name = "N")]
+    max_parallel: Option<usize>,
+}
 
 /// `state forget`.
 #[derive(Debug, Args)]
@@ -75,12 +79,13 @@ impl State {
                     )
                     .await
                 }
-                State::Drift(_) => {
-                    report(
+                State::Drift(drift) => {
+                    super::plan::report_on(
                         settings,
+                        drift.max_parallel,
                         Question::Drift,
-                        "drift",
-                        "no drift: live objects match the last apply",
+                        ("drift", "no drift: live objects match the last apply"),
+                        super::fleet::Changes::Exit2,
                     )
                     .await
                 }

@@ -7,6 +7,7 @@ use clap::Args;
 use serde_json::Value;
 use tazuna_engine::stack::{Access, Writes};
 
+use super::fleet::{self, Changes, ClusterReport, Order, RolloutArgs, Scope};
 use crate::settings::GlobalSettings;
 
 /// Show whether the objects this file's state records exist and are ready.
@@ -23,45 +24,84 @@ pub struct Status {
     /// List every object, not only those that are not ready.
     #[arg(long, short = 'a')]
     all: bool,
+
+    /// Clusters read at once, when the flags select several.
+    #[arg(long, value_name = "N")]
+    max_parallel: Option<usize>,
 }
 
 impl Status {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         super::runtime()?.block_on(async {
-            let stack = super::open(settings, Writes::Persist)?;
-            let connection = stack.connect(Access::Read).await?;
-            let status = stack.status(&connection).await?;
-            let rows = &status.rows;
-            let not_ready = rows.iter().filter(|r| !r.readiness.is_ready()).count();
-            if settings.output == OutputFormat::Json {
-                let json: Vec<Value> = rows
-                    .iter()
-                    .map(|r| serde_json::json!({"manifest": r.manifest, "object": r.object.to_string(), "ready": r.readiness.is_ready(), "reason": r.readiness.reason()}))
-                    .collect();
-                outln!("{}", serde_json::to_string_pretty(&json)?);
-            } else {
-                for row in rows {
-                    if self.all || !row.readiness.is_ready() {
-                        outln!("{}  {}  {}", row.manifest, row.object, row.readiness);
+            let rollout = RolloutArgs::at_most(self.max_parallel);
+            match fleet::scope(settings, &rollout, Order::Everywhere).await? {
+                Scope::One(one) => {
+                    let report = self.report(&one).await?;
+                    match (&report.json, one.output) {
+                        (Some(json), OutputFormat::Json) => {
+                            outln!("{}", serde_json::to_string_pretty(json)?)
+                        }
+                        _ => outln!("{}", report.text),
                     }
+                    Ok(if report.changes {
+                        ExitCode::from(2)
+                    } else {
+                        ExitCode::SUCCESS
+                    })
                 }
-                for manifest in &status.incomplete {
-                    outln!("{manifest}: its last apply failed part way; `tazuna apply` sends and waits for its objects again");
+                Scope::Many(waves, pace, found) => {
+                    let this = &self;
+                    fleet::run(
+                        settings,
+                        (waves, pace, found),
+                        "status",
+                        Changes::Exit2,
+                        |one| async move { this.report(&one).await },
+                    )
+                    .await
                 }
-                outln!(
-                    "{} manifests, {} objects: {} ready, {not_ready} not ready ({} list requests)",
-                    status.manifests,
-                    rows.len(),
-                    rows.len() - not_ready,
-                    status.requests
-                );
             }
-            Ok(if not_ready == 0 && status.incomplete.is_empty() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(2)
-            })
+        })
+    }
+
+    /// The readiness on one cluster; `changes` when something is not ready.
+    async fn report(&self, settings: &GlobalSettings) -> anyhow::Result<ClusterReport> {
+        use std::fmt::Write as _;
+        let stack = super::open(settings, Writes::Persist)?;
+        let connection = stack.connect(Access::Read).await?;
+        let status = stack.status(&connection).await?;
+        let rows = &status.rows;
+        let not_ready = rows.iter().filter(|r| !r.readiness.is_ready()).count();
+        let json: Vec<Value> = rows
+            .iter()
+            .map(|r| serde_json::json!({"manifest": r.manifest, "object": r.object.to_string(), "ready": r.readiness.is_ready(), "reason": r.readiness.reason()}))
+            .collect();
+        let mut text = String::new();
+        for row in rows {
+            if self.all || !row.readiness.is_ready() {
+                let _ = writeln!(text, "{}  {}  {}", row.manifest, row.object, row.readiness);
+            }
+        }
+        for manifest in &status.incomplete {
+            let _ = writeln!(
+                text,
+                "{manifest}: its last apply failed part way; `tazuna apply` sends and waits for its objects again"
+            );
+        }
+        let _ = write!(
+            text,
+            "{} manifests, {} objects: {} ready, {not_ready} not ready ({} list requests)",
+            status.manifests,
+            rows.len(),
+            rows.len() - not_ready,
+            status.requests
+        );
+        Ok(ClusterReport {
+            changes: not_ready > 0 || !status.incomplete.is_empty(),
+            changed: Some(not_ready),
+            text,
+            json: Some(Value::Array(json)),
         })
     }
 }

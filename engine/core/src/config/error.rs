@@ -377,7 +377,7 @@ impl ConfigError {
             ),
             Self::Read { .. } | Self::Syntax { .. } => None,
             Self::Template { .. } => Some(
-                "tazuna.yaml is rendered as a Go template, as Go Tazuna does; `{{ .Environment }}` is the `-e` name; write a literal `{{` as `{{ \"{{\" }}`"
+                "tazuna.yaml is rendered as a Go template, as Go Tazuna does: `{{ .Environment }}` is the `-e` name, `{{ .Cluster.Name }}` and `{{ .Cluster.Labels }}` the selected cluster's, `{{ .Values }}` its values; write a literal `{{` as `{{ \"{{\" }}`"
                     .to_owned(),
             ),
             Self::UnknownField {

@@ -30,6 +30,90 @@ pub struct Spec {
     pub cluster: Option<Cluster>,
     /// `spec.stack`: the name this file's state is recorded under, when set.
     pub stack: Option<String>,
+    /// `spec.rollout`: how a command that selects several clusters runs them.
+    pub rollout: Rollout,
+}
+
+/// `spec.rollout`, with its defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rollout {
+    /// The waves in order; empty means one wave of every selected cluster.
+    pub waves: Vec<Wave>,
+    /// Clusters of a wave run at once.
+    pub max_parallel: usize,
+    /// What a failing cluster does to the rest.
+    pub on_failure: OnFailure,
+}
+
+impl Default for Rollout {
+    fn default() -> Self {
+        Self {
+            waves: Vec::new(),
+            max_parallel: Self::DEFAULT_MAX_PARALLEL,
+            on_failure: OnFailure::Stop,
+        }
+    }
+}
+
+impl Rollout {
+    /// Clusters of a wave run at once when `maxParallel` is not set.
+    pub const DEFAULT_MAX_PARALLEL: usize = 4;
+}
+
+/// One wave of `spec.rollout.waves`: the clusters any of its fields selects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Wave {
+    /// `name`, or `wave <n>`.
+    pub name: String,
+    /// Every cluster of these environments.
+    pub environments: Vec<String>,
+    /// These clusters.
+    pub clusters: Vec<String>,
+    /// Clusters whose labels match.
+    pub selector: Option<crate::selector::Selector>,
+}
+
+impl Wave {
+    /// Whether `target` belongs to this wave.
+    pub fn takes(&self, target: &Target) -> bool {
+        self.environments.contains(&target.environment)
+            || self.clusters.contains(&target.name)
+            || self
+                .selector
+                .as_ref()
+                .is_some_and(|s| s.matches(&target.labels))
+    }
+}
+
+/// What a failing cluster does to the rest of a rollout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Start no other cluster; those running finish.
+    #[default]
+    Stop,
+    /// Run the rest of the failing cluster's wave, then stop.
+    FinishWave,
+}
+
+/// One cluster the file runs against: an environment's own, or one of its
+/// `clusters`. Its name is unique in the file and keys its binding in
+/// `tazuna.lock`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    /// The cluster's name (the environment's for its own cluster).
+    pub name: String,
+    /// The environment it belongs to.
+    pub environment: String,
+    /// The kube context to use, when the file names one.
+    pub context: Option<String>,
+    /// The kubeconfig to use, resolved against the file's directory.
+    pub kubeconfig: Option<PathBuf>,
+    /// The environment's labels with the cluster's on top.
+    pub labels: BTreeMap<String, String>,
+    /// The environment's values with the cluster's merged over them.
+    pub values: serde_json::Value,
+    /// The identity it is bound to: its own, else the environment's.
+    pub identity: Option<Cluster>,
 }
 
 /// How the patterns of `context_matches` combine.
@@ -53,8 +137,29 @@ pub struct Environment {
     pub context_match_mode: Option<MatchMode>,
     /// Free-form values handed to plugins; `{}` when the file has none.
     pub values: serde_json::Value,
+    /// Labels of its clusters (each cluster may add its own).
+    pub labels: BTreeMap<String, String>,
     /// Replaces the root `spec.cluster` when set.
     pub cluster: Option<Cluster>,
+    /// Its clusters: the environment's own, or its `clusters`; empty for a
+    /// Cluster API environment, whose clusters are found when a command runs.
+    pub clusters: Vec<Target>,
+    /// Where its clusters are found, for a Cluster API environment.
+    pub cluster_api: Option<ClusterApi>,
+}
+
+/// `clusterAPI`: an environment's clusters are the Cluster objects of a
+/// management cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClusterApi {
+    /// The management cluster's kube context, when given.
+    pub context: Option<String>,
+    /// Its kubeconfig, resolved against the file's directory, when given.
+    pub kubeconfig: Option<PathBuf>,
+    /// Only Clusters in this namespace.
+    pub namespace: Option<String>,
+    /// Only Clusters whose labels match.
+    pub selector: Option<crate::selector::Selector>,
 }
 
 /// The identity of the cluster a file (or environment) is bound to.

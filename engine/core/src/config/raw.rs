@@ -62,6 +62,8 @@ pub(crate) struct RawSpec {
     /// file's place in its git repository (`<repository>/<path>`), or its
     /// directory and name outside one.
     pub stack: Option<String>,
+    /// Waves for commands that select several clusters.
+    pub rollout: Option<RawRollout>,
 }
 
 /// How `context_matches` combine.
@@ -89,6 +91,106 @@ pub(crate) struct RawEnvironment {
     pub values: Option<serde_yaml::Value>,
     /// Replaces the root `cluster` when this environment is selected.
     pub cluster: Option<RawCluster>,
+    /// The kube context of this environment's cluster (default: `--context`,
+    /// then the kubeconfig's current context). Not with `clusters`.
+    pub context: Option<String>,
+    /// The kubeconfig of this environment's cluster, relative to this file
+    /// (default: `--kubeconfig`, `$KUBECONFIG`, `~/.kube/config`).
+    pub kubeconfig: Option<String>,
+    /// Labels of this environment's clusters (such as `region: tokyo`), for
+    /// `--selector`, `spec.rollout` and `{{ .Cluster.Labels }}`.
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Look-alike clusters that share this environment, by name (unique in the
+    /// file). Each gets the environment's values, labels and context rules,
+    /// with its own on top. Without it, the environment is one cluster named
+    /// after it.
+    pub clusters: Option<BTreeMap<String, RawClusterEntry>>,
+    /// Find this environment's clusters in a Cluster API management cluster:
+    /// its Cluster objects (by label selector) and their `<name>-kubeconfig`
+    /// Secrets, read when a command runs and held in memory only. Not with
+    /// `clusters`, `context` or `kubeconfig`.
+    #[serde(rename = "clusterAPI")]
+    pub cluster_api: Option<RawClusterApi>,
+}
+
+/// `spec.environments.<name>.clusterAPI`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "ClusterApi")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClusterApi {
+    /// The management cluster's kube context (default: the current context).
+    pub context: Option<String>,
+    /// The management cluster's kubeconfig, relative to this file.
+    pub kubeconfig: Option<String>,
+    /// Only Clusters in this namespace (default: every namespace).
+    pub namespace: Option<String>,
+    /// Only Clusters whose labels match, such as `tazuna.io/fleet=web`.
+    pub selector: Option<String>,
+}
+
+/// One of an environment's `clusters`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "ClusterEntry")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawClusterEntry {
+    /// Its kube context (default: `--context`, then the current context).
+    pub context: Option<String>,
+    /// Its kubeconfig, relative to this file.
+    pub kubeconfig: Option<String>,
+    /// Labels on top of the environment's.
+    pub labels: Option<BTreeMap<String, String>>,
+    /// Values merged over the environment's (maps key by key, anything else replaced).
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub values: Option<serde_yaml::Value>,
+    /// Its identity; replaces the environment's `cluster`.
+    pub cluster: Option<RawCluster>,
+}
+
+/// `spec.rollout`: the order in which a command that selects several
+/// clusters runs them.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Rollout")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRollout {
+    /// Waves, in order. A wave runs after the one before it succeeded on
+    /// every cluster. A selected cluster belongs to the first wave that
+    /// names it; one that no wave names is an error.
+    pub waves: Option<Vec<RawWave>>,
+    /// Clusters of one wave run at once (default 4).
+    #[serde(rename = "maxParallel")]
+    pub max_parallel: Option<usize>,
+    /// When a cluster fails: `stop` (default) starts no other cluster;
+    /// `finishWave` lets the rest of its wave run, then stops.
+    #[serde(rename = "onFailure")]
+    pub on_failure: Option<RawOnFailure>,
+}
+
+/// One wave of `spec.rollout.waves`. It takes the clusters that any of its
+/// fields selects.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Wave")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWave {
+    /// A name for messages (default `wave <n>`).
+    pub name: Option<String>,
+    /// Every cluster of these environments.
+    pub environments: Option<Vec<String>>,
+    /// These clusters, by name.
+    pub clusters: Option<Vec<String>>,
+    /// Clusters whose labels match, such as `env=production,region!=osaka`.
+    pub selector: Option<String>,
+}
+
+/// What a failing cluster does to the rest of a rollout.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "OnFailure")]
+pub(crate) enum RawOnFailure {
+    /// Start no other cluster.
+    #[serde(rename = "stop")]
+    Stop,
+    /// Finish the failing cluster's wave, then stop.
+    #[serde(rename = "finishWave")]
+    FinishWave,
 }
 
 /// The identity of the cluster a file (or environment) is bound to.

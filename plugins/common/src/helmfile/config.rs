@@ -22,6 +22,11 @@ pub struct Config {
     /// State values for the helmfile's templates (`.Values`, `.StateValues`), by name.
     #[serde(default)]
     pub vars: BTreeMap<String, Var>,
+    /// Give the helmfile's templates the selected cluster's values
+    /// (`spec.environments.<env>.values`, with the cluster's own over them) as state values
+    /// (`.Values`, `.StateValues`), below `vars`, which win. Off by default.
+    #[serde(default)]
+    pub environment_values: bool,
     /// Values files added to every release (`helmfile template --values`), relative to the
     /// directory of the file that declares the manifest.
     #[serde(default)]

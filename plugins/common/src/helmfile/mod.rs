@@ -33,6 +33,9 @@ pub use config::Config;
 /// Guest file name of the state values written for `from: static` vars.
 const STATE_VALUES_FILE: &str = "tazuna-state-values.json";
 
+/// The state values file written for `environmentValues`, first (lowest).
+const CLUSTER_VALUES_FILE: &str = "tazuna-cluster-values.json";
+
 /// Guest file name of the template that reads `from: env` and `from: op` vars from helmfile's
 /// environment; helmfile renders `.gotmpl` state values files.
 const REFERENCED_VALUES_FILE: &str = "tazuna-referenced-values.yaml.gotmpl";
@@ -109,6 +112,11 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         Ok::<_, PluginError>(file)
     };
     let mut state_values_files = Vec::new();
+    if config.environment_values
+        && let Some(file) = crate::write_cluster_values(request, CLUSTER_VALUES_FILE)?
+    {
+        state_values_files.push(file);
+    }
     let state_values = config.state_values();
     if !state_values.is_empty() {
         let text = serde_json::to_string(&state_values).map_err(PluginError::other)?;

@@ -51,7 +51,8 @@ pub(super) enum Nesting<'a> {
 pub(super) struct Expander<'o> {
     /// Includes must stay inside this directory (see `project_of`).
     pub(super) project: PathBuf,
-    pub(super) environment: Option<&'o str>,
+    /// `.` for included files' templates.
+    pub(super) data: &'o serde_json::Value,
     pub(super) plugin_names: BTreeSet<String>,
     pub(super) files: Vec<PathBuf>,
     pub(super) entries: Vec<Entry>,
@@ -226,7 +227,7 @@ impl Expander<'_> {
                         at,
                     });
                 }
-                let included = Document::read(&file, self.environment, Some(at))?;
+                let included = Document::read(&file, self.data, Some(at))?;
                 self.files.push(file);
                 self.expand_included(&included)?;
             }

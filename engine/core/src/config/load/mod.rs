@@ -17,16 +17,19 @@ use serde_yaml::{Mapping, Value};
 
 use super::error::{ConfigError, Span, suggest};
 use super::model::{
-    Check, Cluster, Environment, ExistNonExist, LoadBalancers, Manifest, MatchMode, Plugin,
-    PluginSource, Provider, ResourceType, Spec, Test, Wait, WaitUntil,
+    Check, Cluster, ClusterApi, Environment, ExistNonExist, LoadBalancers, Manifest, MatchMode,
+    OnFailure, Plugin, PluginSource, Provider, ResourceType, Rollout, Spec, Target, Test, Wait,
+    WaitUntil, Wave,
 };
 use super::raw::{
     BUILTIN_BLOCKS, MANIFEST_FIELDS, PROVIDER_BLOCKS, RawCluster, RawEnvironment, RawManifest,
-    RawMatchMode, RawPlugin, RawProvider, RawRoot, RawSpec, RawTest, RawTestType, RawWait,
+    RawMatchMode, RawOnFailure, RawPlugin, RawProvider, RawRollout, RawRoot, RawSpec, RawTest,
+    RawTestType, RawWait,
 };
 use super::source::{Seg, Source, YamlPath, join_clean, parent_dir};
 use super::{API_VERSION, Config, KIND, LoadOptions, RESERVED_NAME};
 use crate::check::{CheckError, Condition};
+use crate::template::Keys;
 
 mod errors;
 mod manifests;
@@ -74,6 +77,32 @@ fn project_of(root_file: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// `file`'s text. `included_at` is the include entry that names it, if any,
+/// so a missing included file is reported there.
+fn read_text(file: &Path, included_at: Option<Box<Span>>) -> Result<String, ConfigError> {
+    let text = match read_bounded(file) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Err(match included_at {
+                Some(at) => ConfigError::IncludeNotFound {
+                    file: file.to_path_buf(),
+                    at,
+                },
+                None => ConfigError::NotFound {
+                    file: file.to_path_buf(),
+                },
+            });
+        }
+        Err(source) => {
+            return Err(ConfigError::Read {
+                file: file.to_path_buf(),
+                source,
+            });
+        }
+    };
+    Ok(text)
+}
+
 /// A parsed file: its text and index, its data, and the directory its paths are relative to.
 struct Document {
     source: Source,
@@ -82,34 +111,24 @@ struct Document {
 }
 
 impl Document {
-    /// Read and parse `file`. `included_at` is the include entry that names it, if any, so a
-    /// missing included file is reported there.
+    /// Read and parse `file` (see [`read_text`]).
     fn read(
         file: &Path,
-        environment: Option<&str>,
+        data: &serde_json::Value,
         included_at: Option<Box<Span>>,
     ) -> Result<Self, ConfigError> {
-        let text = match read_bounded(file) {
-            Ok(text) => text,
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                return Err(match included_at {
-                    Some(at) => ConfigError::IncludeNotFound {
-                        file: file.to_path_buf(),
-                        at,
-                    },
-                    None => ConfigError::NotFound {
-                        file: file.to_path_buf(),
-                    },
-                });
-            }
-            Err(source) => {
-                return Err(ConfigError::Read {
-                    file: file.to_path_buf(),
-                    source,
-                });
-            }
-        };
-        let text = render_template(file, text, environment)?;
+        let text = read_text(file, included_at)?;
+        Self::parse(file, text, data, Keys::Required)
+    }
+
+    /// Render `text` (read from `file`) with `data` and parse it.
+    fn parse(
+        file: &Path,
+        text: String,
+        data: &serde_json::Value,
+        keys: Keys,
+    ) -> Result<Self, ConfigError> {
+        let text = render_template(file, text, data, keys)?;
         let source = Source::new(file.to_path_buf(), text);
         // libyaml's scanner takes time quadratic in flow nesting (`[[[[…`):
         // refuse deep nesting before it starts.
@@ -246,6 +265,15 @@ impl Document {
         }
     }
 
+    /// Like [`Self::invalid`], pointing at the key of `path` rather than its value.
+    fn invalid_key(&self, path: &YamlPath, message: String, hint: Option<String>) -> ConfigError {
+        ConfigError::Invalid {
+            message,
+            hint,
+            at: self.key_span(path),
+        }
+    }
+
     fn invalid(&self, path: &YamlPath, message: String, hint: Option<String>) -> ConfigError {
         ConfigError::Invalid {
             message,
@@ -256,21 +284,179 @@ impl Document {
 }
 
 /// Go Tazuna renders tazuna.yaml as a Go template (`missingkey=error`) with
-/// `.Environment`, the `-e` name (empty without `-e`). A file without `{{`
-/// is taken as it is.
+/// `.Environment`, the `-e` name (empty without `-e`); Tazuna adds `.Cluster`
+/// and `.Values` (see [`template_data`]). A file without `{{` is taken as it is.
 fn render_template(
     file: &Path,
     text: String,
-    environment: Option<&str>,
+    data: &serde_json::Value,
+    keys: Keys,
 ) -> Result<String, ConfigError> {
     if !crate::template::has_actions(&text) {
         return Ok(text);
     }
-    let data = serde_json::json!({ "Environment": environment.unwrap_or("") });
-    crate::template::render(&text, &data).map_err(|error| ConfigError::Template {
+    crate::template::render_with(&text, data, keys).map_err(|error| ConfigError::Template {
         message: error.message,
         at: Source::new(file.to_path_buf(), text.clone()).span_at(error.line, error.column, 1),
     })
+}
+
+/// `.` of the file's template: `.Environment` (the environment's name, empty
+/// without one), `.Cluster` (`.Name`, `.Environment`, `.Labels`) and
+/// `.Values` (the cluster's values), empty when no cluster is selected.
+fn template_data(environment: Option<&str>, target: Option<&Target>) -> serde_json::Value {
+    let empty = || serde_json::Value::Object(serde_json::Map::new());
+    serde_json::json!({
+        "Environment": environment.unwrap_or(""),
+        "Cluster": {
+            "Name": target.map_or("", |t| t.name.as_str()),
+            "Environment": environment.unwrap_or(""),
+            "Labels": target.map_or_else(empty, |t| serde_json::json!(t.labels)),
+        },
+        "Values": target.map_or_else(empty, |t| t.values.clone()),
+    })
+}
+
+/// The environments and rollout of the file at `path`, read before the
+/// cluster they declare is known: the file is rendered with `.Cluster` and
+/// `.Values` empty, and what cannot be evaluated without them left out (see
+/// [`crate::template::render_partial`]). So `spec.environments` and
+/// `spec.rollout` must not use them; [`load`] checks that the cluster it
+/// rendered for is the one declared here.
+fn first_look(
+    path: &Path,
+    text: &str,
+    environment: Option<&str>,
+) -> Result<(BTreeMap<String, Environment>, Rollout), ConfigError> {
+    let data = template_data(environment, None);
+    let doc = Document::parse(path, text.to_owned(), &data, Keys::Optional)?;
+    let spec_path = YamlPath::root().key("spec");
+    let spec = doc.value.get("spec");
+    let environments = match spec.and_then(|s| s.get("environments")) {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(raw) => {
+            let at = spec_path.key("environments");
+            let raw: BTreeMap<String, RawEnvironment> = doc.deserialize(&at, raw)?;
+            build_environments(&doc, &at, raw)?
+        }
+    };
+    let rollout = match spec.and_then(|s| s.get("rollout")) {
+        None | Some(Value::Null) => Rollout::default(),
+        Some(raw) => {
+            let at = spec_path.key("rollout");
+            let raw: RawRollout = doc.deserialize(&at, raw)?;
+            build_rollout(&doc, &at, Some(raw), &environments)?
+        }
+    };
+    Ok((environments, rollout))
+}
+
+/// Every cluster the file at `path` declares, and its rollout.
+pub(crate) fn targets(
+    path: &Path,
+    opts: &LoadOptions,
+) -> Result<(BTreeMap<String, Environment>, Rollout), ConfigError> {
+    let text = read_text(path, None)?;
+    first_look(path, &text, opts.environment.as_deref())
+}
+
+/// The cluster `opts` selects among `environments`, and its environment's
+/// name: `--cluster`'s, or the `-e` environment's only cluster.
+fn select_target(
+    path: &Path,
+    text: &str,
+    environments: &BTreeMap<String, Environment>,
+    opts: &LoadOptions,
+) -> Result<(Option<String>, Option<Target>), ConfigError> {
+    let spot = || {
+        let source = Source::new(path.to_path_buf(), text.to_owned());
+        let spec = YamlPath::root().key("spec");
+        if environments.is_empty() {
+            source.key_span(&spec)
+        } else {
+            source.key_span(&spec.key("environments"))
+        }
+    };
+    let all = || {
+        environments
+            .values()
+            .flat_map(|e| e.clusters.iter())
+            .map(|t| format!("`{}`", t.name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(target) = &opts.discovered {
+        return match environments.get(&target.environment) {
+            Some(env) if env.cluster_api.is_some() => {
+                Ok((Some(target.environment.clone()), Some(target.clone())))
+            }
+            _ => Err(ConfigError::Invalid {
+                message: format!(
+                    "cluster `{}` comes from Cluster API, and environment `{}` declares no `clusterAPI`",
+                    target.name, target.environment
+                ),
+                hint: None,
+                at: spot(),
+            }),
+        };
+    }
+    match (&opts.environment, &opts.cluster) {
+        (environment, Some(name)) => {
+            let found = environments
+                .values()
+                .flat_map(|e| e.clusters.iter())
+                .find(|t| &t.name == name);
+            let Some(target) = found else {
+                return Err(ConfigError::Invalid {
+                    message: format!("unknown cluster `{name}`"),
+                    hint: Some(if environments.is_empty() {
+                        "this file declares no environments; clusters are declared under `spec.environments`".to_owned()
+                    } else {
+                        format!("declared clusters: {}", all())
+                    }),
+                    at: spot(),
+                });
+            };
+            if let Some(environment) = environment.as_deref()
+                && environment != target.environment
+            {
+                return Err(ConfigError::Invalid {
+                    message: format!(
+                        "cluster `{name}` belongs to environment `{}`, not `{environment}`",
+                        target.environment
+                    ),
+                    hint: Some(format!(
+                        "drop `-e {environment}`, or pick one of its clusters"
+                    )),
+                    at: spot(),
+                });
+            }
+            Ok((Some(target.environment.clone()), Some(target.clone())))
+        }
+        (Some(environment), None) => match environments.get(environment) {
+            // An unknown environment is reported by `load`, where the file is read in full.
+            None => Ok((Some(environment.clone()), None)),
+            Some(env) => match env.clusters.as_slice() {
+                [only] => Ok((Some(environment.clone()), Some(only.clone()))),
+                several => Err(ConfigError::Invalid {
+                    message: format!(
+                        "environment `{environment}` has {} clusters, and this command runs on one",
+                        several.len()
+                    ),
+                    hint: Some(format!(
+                        "pick one with `--cluster <name>`: {}",
+                        several
+                            .iter()
+                            .map(|t| format!("`{}`", t.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+                    at: spot(),
+                }),
+            },
+        },
+        (None, None) => Ok((None, None)),
+    }
 }
 
 fn deserialize_root(doc: &Document) -> Result<RawRoot, ConfigError> {
@@ -302,8 +488,12 @@ fn deserialize_root(doc: &Document) -> Result<RawRoot, ConfigError> {
 
 /// Load, expand and validate a `tazuna.yaml`. See [`super::load`].
 pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigError> {
-    let environment = opts.environment.as_deref();
-    let doc = Document::read(path, environment, None)?;
+    let text = read_text(path, None)?;
+    let (declared, _) = first_look(path, &text, opts.environment.as_deref())?;
+    let (environment, target) = select_target(path, &text, &declared, opts)?;
+    let environment = environment.as_deref();
+    let data = template_data(environment, target.as_ref());
+    let doc = Document::parse(path, text, &data, Keys::Required)?;
     let root = YamlPath::root();
     let spec_path = root.key("spec");
 
@@ -332,6 +522,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
         plugins,
         cluster: raw_cluster,
         stack,
+        rollout,
     } = spec;
     if let Some(name) = &stack {
         check_stack_name(&doc, &spec_path.key("stack"), name)?;
@@ -379,11 +570,33 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
             }
         },
     };
+    let rollout = build_rollout(&doc, &spec_path.key("rollout"), rollout, &environments)?;
+    let target = match target {
+        None => None,
+        // Found in a management cluster: there is nothing in the file to match.
+        Some(found) if opts.discovered.is_some() => Some(found),
+        Some(first) => {
+            let rendered = environments
+                .get(&first.environment)
+                .and_then(|e| e.clusters.iter().find(|t| t.name == first.name));
+            if rendered != Some(&first) {
+                return Err(doc.invalid(
+                    &spec_path.key("environments").key(&first.environment),
+                    format!(
+                        "environment `{}` comes out differently once cluster `{}` is known",
+                        first.environment, first.name
+                    ),
+                    Some("`spec.environments` declares the clusters, so it cannot use `.Cluster` or `.Values`; use `.Environment` there".into()),
+                ));
+            }
+            Some(first)
+        }
+    };
     let tests = build_tests(&doc, &spec_path.key("tests"), tests)?;
 
     let mut expander = Expander {
         project: project_of(path),
-        environment,
+        data: &data,
         plugin_names,
         files: vec![path.to_path_buf()],
         entries: Vec::new(),
@@ -421,9 +634,11 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
             plugins,
             cluster: cluster(raw_cluster),
             stack,
+            rollout,
         },
         manifests,
         environment: selected,
+        target,
         files: expander.files,
         type_spans,
     })
@@ -436,7 +651,13 @@ mod tests {
     #[test]
     fn renders_the_environment_like_go_templates() {
         let render = |text: &str, environment| {
-            render_template(Path::new("tazuna.yaml"), text.to_owned(), environment)
+            let data = template_data(environment, None);
+            render_template(
+                Path::new("tazuna.yaml"),
+                text.to_owned(),
+                &data,
+                Keys::Required,
+            )
         };
         assert_eq!(
             render("path: ./overlays/{{ .Environment }}", Some("staging")).unwrap(),
@@ -457,7 +678,7 @@ mod tests {
         let error = render("a: 1\nb: {{ .Enviroment }}\n", Some("dr")).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "template: map has no entry for key `Enviroment` in `.Enviroment` (it has `Environment`)"
+            "template: map has no entry for key `Enviroment` in `.Enviroment` (it has `Cluster`, `Environment`, `Values`)"
         );
         assert_eq!(error.span().map(|s| s.location.line), Some(2));
     }

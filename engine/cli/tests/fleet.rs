@@ -1,0 +1,441 @@
+//! End-to-end: one file, three harness clusters (staging, production, dr).
+//!
+//! The file declares each cluster's kubeconfig, context, labels and values;
+//! one command applies them in the waves of `spec.rollout`, and every
+//! cluster is checked through kubectl on its own API server: each holds
+//! exactly its own rendering (replicas from its values through a helm
+//! chart, a manifest only production gets through Go Tazuna's
+//! `{{ if eq .Environment "production" }}`). A failure in the first wave is
+//! shown to reach no later cluster through their audit logs, and a cluster
+//! pointed at another's context is refused by the identity binding while the
+//! rest of its wave proceeds as the rollout says.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{output, succeed, text, write};
+use serde_json::Value;
+use tazuna_tests::Tool;
+use tazuna_tests::e2e::{self, TestCluster};
+
+/// The real `tazuna` in `dir` with none of the user's kube or Tazuna
+/// environment: every cluster is reached through the file.
+fn tazuna(dir: &Path) -> Command {
+    let helm = e2e::tool(Tool::Helm).expect("checked by the test");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    command
+        .current_dir(dir)
+        .env("TAZUNA_TOOL_HELM", helm)
+        .env("NO_COLOR", "1")
+        .env("KUBECONFIG", dir.join("no-such-kubeconfig"))
+        .env_remove("TAZUNA_FILE")
+        .env_remove("TAZUNA_ENVIRONMENT")
+        .env_remove("TAZUNA_LOG");
+    command
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The fleet document a fleet verb prints last with `-o json`.
+fn fleet_json(out: &Output) -> Value {
+    let text = stdout(out);
+    let last = text.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {}", self::text(out)))
+}
+
+/// `cluster → result` from a fleet document.
+fn results(fleet: &Value) -> Vec<(String, String)> {
+    fleet["clusters"]
+        .as_array()
+        .expect("clusters")
+        .iter()
+        .map(|c| {
+            (
+                c["cluster"].as_str().unwrap().to_owned(),
+                c["result"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect()
+}
+
+fn jsonpath(cluster: &TestCluster, args: &[&str], path: &str) -> String {
+    let out = succeed(
+        cluster
+            .kubectl()
+            .args(args)
+            .arg(format!("-o=jsonpath={path}")),
+    );
+    stdout(&out)
+}
+
+fn exists(cluster: &TestCluster, args: &[&str]) -> bool {
+    output(cluster.kubectl().args(args)).status.success()
+}
+
+const CHART: &str = "apiVersion: v2\nname: web\nversion: 0.1.0\n";
+
+const TEMPLATE: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: { app: web }
+  template:
+    metadata:
+      labels: { app: web }
+    spec:
+      containers:
+        - name: web
+          image: registry.example/web:1
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-settings
+data:
+  region: {{ .Values.region | quote }}
+"#;
+
+const PRODUCTION_ONLY: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: production-only\ndata:\n  audited: \"yes\"\n";
+
+/// The file, with each environment's kubeconfig and context, and `extra`
+/// manifests for staging only.
+fn file(clusters: [(&str, &TestCluster); 3], staging_extra: &str) -> String {
+    let values = |name: &str| match name {
+        "staging" => "{ replicas: 1, region: tokyo }",
+        "production" => "{ replicas: 3, region: tokyo }",
+        _ => "{ replicas: 2, region: osaka }",
+    };
+    let tier = |name: &str| if name == "staging" { "pre" } else { "prod" };
+    let mut environments = String::new();
+    for (name, cluster) in clusters {
+        environments.push_str(&format!(
+            "    {name}:\n      kubeconfig: {}\n      context: {}\n      labels: {{ tier: {} }}\n      values: {}\n",
+            cluster.kubeconfig().display(),
+            cluster.context(),
+            tier(name),
+            values(name)
+        ));
+    }
+    format!(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  environments:
+{environments}  rollout:
+    maxParallel: 2
+    waves:
+      - name: canary
+        environments: [staging]
+      - name: prod
+        selector: tier=prod
+  manifests:
+    - name: web
+      type: helm
+      path: ./chart
+      namespace: web
+      createNamespace: true
+      helm:
+        environmentValues: true
+{{{{- if eq .Environment "production" }}}}
+    - name: production-only
+      type: manifests
+      path: ./production-only
+      namespace: web
+      dependsOn: [web]
+{{{{- end }}}}
+{{{{- if eq .Environment "staging" }}}}{staging_extra}{{{{- end }}}}
+"#
+    )
+}
+
+#[test]
+fn three_clusters_from_one_file_apply_in_waves_and_a_failure_or_a_wrong_cluster_stops_what_the_rollout_says()
+ {
+    if e2e::tool(Tool::Helm).is_none() {
+        return;
+    }
+    let Some(staging) = TestCluster::start("fleet-staging") else {
+        return;
+    };
+    if staging.is_external() {
+        eprintln!("SKIPPED: needs three harness clusters of its own");
+        return;
+    }
+    let Some(production) = TestCluster::start("fleet-production") else {
+        return;
+    };
+    let Some(dr) = TestCluster::start("fleet-dr") else {
+        return;
+    };
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    write(dir, "chart/Chart.yaml", CHART);
+    write(dir, "chart/templates/web.yaml", TEMPLATE);
+    write(dir, "production-only/cm.yaml", PRODUCTION_ONLY);
+    let clusters = [
+        ("staging", &staging),
+        ("production", &production),
+        ("dr", &dr),
+    ];
+    write(dir, "tazuna.yaml", &file(clusters, ""));
+
+    // The clusters and their waves, as a CI matrix reads them.
+    let listed = succeed(tazuna(dir).args(["clusters", "-o", "json"]));
+    let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    let waves: Vec<(String, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["cluster"].as_str().unwrap().to_owned(),
+                c["wave"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        waves,
+        [
+            ("staging".to_owned(), 1),
+            ("dr".to_owned(), 2),
+            ("production".to_owned(), 2)
+        ]
+    );
+
+    // One command, three clusters, in waves.
+    let applied = output(tazuna(dir).args(["apply", "--all-clusters"]));
+    assert!(applied.status.success(), "{}", text(&applied));
+    let table = stdout(&applied);
+    for row in [
+        "staging     staging      canary  ok",
+        "production  production   prod    ok",
+        "dr          dr           prod    ok",
+    ] {
+        assert!(table.contains(row), "no `{row}` in the table:\n{table}");
+    }
+    for (name, cluster, replicas, region) in [
+        ("staging", &staging, "1", "tokyo"),
+        ("production", &production, "3", "tokyo"),
+        ("dr", &dr, "2", "osaka"),
+    ] {
+        assert_eq!(
+            jsonpath(
+                cluster,
+                &["get", "deployment", "web", "-n", "web"],
+                "{.spec.replicas}"
+            ),
+            replicas,
+            "{name}"
+        );
+        assert_eq!(
+            jsonpath(
+                cluster,
+                &["get", "configmap", "web-settings", "-n", "web"],
+                "{.data.region}"
+            ),
+            region,
+            "{name}"
+        );
+        assert_eq!(
+            exists(
+                cluster,
+                &["get", "configmap", "production-only", "-n", "web"]
+            ),
+            name == "production",
+            "only production gets `production-only` ({name})"
+        );
+    }
+    // The canary wave finished before the next one wrote anything.
+    let writes = |cluster: &TestCluster| -> Vec<String> {
+        cluster
+            .requests_from("tazuna/")
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.is_write())
+            .map(|r| r.at)
+            .collect()
+    };
+    let last_staging = writes(&staging).into_iter().max().unwrap();
+    for later in [&production, &dr] {
+        let first = writes(later).into_iter().min().unwrap();
+        assert!(
+            last_staging < first,
+            "wave 2 wrote at {first}, before wave 1's last write at {last_staging}"
+        );
+    }
+
+    // Converged: every verb agrees on every cluster, exit 0.
+    for verb in [
+        &["plan", "--all-clusters", "--detailed-exitcode"][..],
+        &["state", "drift", "--all-clusters"],
+        &["status", "--all-clusters"],
+    ] {
+        let out = output(tazuna(dir).args(verb));
+        assert!(out.status.success(), "{verb:?}: {}", text(&out));
+    }
+    let planned = output(tazuna(dir).args(["plan", "--all-clusters", "-o", "json"]));
+    let planned = fleet_json(&planned);
+    // Verbs that only read run every cluster at once, in the file's order.
+    assert_eq!(
+        results(&planned),
+        pairs(&[("dr", "ok"), ("production", "ok"), ("staging", "ok")])
+    );
+
+    // What staging and production get differs exactly as the file intends,
+    // in the renderings and live.
+    for live in [false, true] {
+        let mut args = vec!["compare", "staging", "production", "-o", "json"];
+        if live {
+            args.push("--live");
+        }
+        let compared = succeed(tazuna(dir).args(&args));
+        let compared: Value = serde_json::from_str(&stdout(&compared)).unwrap();
+        let objects = |field: &str| -> Vec<String> {
+            compared[field]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map_or_else(|| v["object"].as_str().unwrap().to_owned(), str::to_owned)
+                })
+                .collect()
+        };
+        assert_eq!(objects("onlyInFirst"), Vec::<String>::new(), "live: {live}");
+        assert_eq!(
+            objects("onlyInSecond"),
+            ["production-only: v1 ConfigMap web/production-only"],
+            "live: {live}"
+        );
+        assert_eq!(
+            objects("different"),
+            ["web: apps/v1 Deployment web/web"],
+            "live: {live}"
+        );
+        let diff = compared["different"][0]["diff"].as_str().unwrap();
+        assert!(
+            diff.contains("-   replicas: 1") && diff.contains("+   replicas: 3"),
+            "live: {live}: {diff}"
+        );
+        assert_eq!(compared["same"], 1, "the settings ConfigMap (live: {live})");
+    }
+    let differ = output(tazuna(dir).args(["diff-env", "staging", "dr", "--detailed-exitcode"]));
+    assert_eq!(differ.status.code(), Some(2), "{}", text(&differ));
+    assert!(
+        stdout(&differ).contains("+   region: osaka"),
+        "{}",
+        text(&differ)
+    );
+
+    // A failure injected in staging: production and dr are not contacted at all.
+    let before: Vec<usize> = [&production, &dr]
+        .iter()
+        .map(|c| c.requests_from("tazuna/").unwrap().len())
+        .collect();
+    write(
+        dir,
+        "tazuna.yaml",
+        &file(
+            clusters,
+            "\n    - name: broken\n      type: manifests\n      path: ./no-such-directory",
+        ),
+    );
+    let failed = output(tazuna(dir).args(["apply", "--all-clusters", "-o", "json"]));
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert_eq!(
+        results(&fleet_json(&failed)),
+        pairs(&[
+            ("staging", "failed"),
+            ("dr", "not run"),
+            ("production", "not run")
+        ])
+    );
+    let after: Vec<usize> = [&production, &dr]
+        .iter()
+        .map(|c| c.requests_from("tazuna/").unwrap().len())
+        .collect();
+    assert_eq!(before, after, "production and dr received requests");
+
+    // Production pointed at staging's cluster: refused by the binding that the
+    // first apply recorded, before any write; dr, in the same wave, proceeds.
+    write(dir, "tazuna.yaml", &file(clusters, ""));
+    let wrong = std::fs::read_to_string(dir.join("tazuna.yaml"))
+        .unwrap()
+        .replacen(
+            &format!(
+                "kubeconfig: {}\n      context: {}\n      labels: {{ tier: prod }}\n      values: {{ replicas: 3",
+                production.kubeconfig().display(),
+                production.context()
+            ),
+            &format!(
+                "kubeconfig: {}\n      context: {}\n      labels: {{ tier: prod }}\n      values: {{ replicas: 3",
+                staging.kubeconfig().display(),
+                staging.context()
+            ),
+            1,
+        );
+    assert_ne!(wrong, file(clusters, ""), "the edit took");
+    write(dir, "tazuna.yaml", &wrong);
+    let staging_writes = writes(&staging).len();
+    let refused = output(tazuna(dir).args([
+        "apply",
+        "--all-clusters",
+        "--max-parallel",
+        "1",
+        "--finish-wave",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert_eq!(
+        results(&fleet_json(&refused)),
+        pairs(&[("staging", "ok"), ("dr", "ok"), ("production", "failed")])
+    );
+    let error = fleet_json(&refused)["clusters"][2]["error"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        error.contains("but this file is bound to cluster"),
+        "{error}"
+    );
+    // Staging's own no-op run takes and releases its Lease; nothing else
+    // was written there.
+    let new: Vec<String> = staging
+        .requests_from("tazuna/")
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.is_write())
+        .skip(staging_writes)
+        .map(|r| r.resource)
+        .collect();
+    assert!(
+        new.len() <= 2 && new.iter().all(|r| r == "leases"),
+        "production's run wrote to staging: {new:?}"
+    );
+    assert!(!exists(
+        &staging,
+        &["get", "configmap", "production-only", "-n", "web"]
+    ));
+
+    // destroy on all three, back to the right file.
+    write(dir, "tazuna.yaml", &file(clusters, ""));
+    let destroyed = output(tazuna(dir).args(["destroy", "--all-clusters", "--yes"]));
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    for cluster in [&staging, &production, &dr] {
+        assert!(!exists(cluster, &["get", "deployment", "web", "-n", "web"]));
+    }
+}

@@ -1,0 +1,244 @@
+//! Cluster API targets: an environment's clusters found in a management
+//! cluster, as the Cluster objects its `clusterAPI` selects, each reached
+//! through its `<name>-kubeconfig` Secret (the Cluster API convention, key
+//! `value`).
+//!
+//! Tazuna keeps no standing credentials. A kubeconfig is read when a command
+//! runs and held in memory ([`InMemoryKubeconfig`]), never written to disk, a
+//! log or state. On the management cluster it needs `list` on
+//! `clusters.cluster.x-k8s.io` and `get` on those Secrets, nothing else: no
+//! discovery beyond the Cluster kind, no identity read.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{ListParams, ObjectList};
+use kube::config::Kubeconfig;
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
+use tazuna_core::config::{ClusterApi, Environment, Target};
+
+use crate::cluster::{ClusterError, ConnectOptions, InMemoryKubeconfig, client_for};
+
+/// The Cluster API group.
+const GROUP: &str = "cluster.x-k8s.io";
+/// Versions of `Cluster` tried in order (v1beta2 from Cluster API 1.11 on).
+const VERSIONS: &[&str] = &["v1beta2", "v1beta1"];
+
+/// A cluster found in a management cluster.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// The cluster as a target of the file.
+    pub target: Target,
+    /// How to reach it.
+    pub kubeconfig: InMemoryKubeconfig,
+}
+
+/// Why an environment's clusters could not be found.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterApiError {
+    /// The management cluster cannot be reached.
+    #[error("environment `{environment}`: the Cluster API management cluster: {source}")]
+    Connect {
+        /// The environment.
+        environment: String,
+        /// Why.
+        #[source]
+        source: ClusterError,
+    },
+    /// Its Clusters cannot be listed.
+    #[error(
+        "environment `{environment}`: cannot list Cluster API Clusters on `{context}`: {message}"
+    )]
+    List {
+        /// The environment.
+        environment: String,
+        /// The management cluster's context.
+        context: String,
+        /// What the API server said.
+        message: String,
+    },
+    /// A Cluster's kubeconfig Secret cannot be read.
+    #[error(
+        "cluster `{cluster}`: cannot read Secret `{namespace}/{secret}` on `{context}`: {message}"
+    )]
+    Secret {
+        /// The Cluster.
+        cluster: String,
+        /// Its namespace.
+        namespace: String,
+        /// The Secret.
+        secret: String,
+        /// The management cluster's context.
+        context: String,
+        /// What the API server said.
+        message: String,
+    },
+    /// A kubeconfig Secret does not hold a kubeconfig. Its content is not shown.
+    #[error("cluster `{cluster}`: Secret `{namespace}/{secret}` {reason}")]
+    Kubeconfig {
+        /// The Cluster.
+        cluster: String,
+        /// Its namespace.
+        namespace: String,
+        /// The Secret.
+        secret: String,
+        /// What is wrong, without its content.
+        reason: String,
+    },
+    /// Two Clusters (or a Cluster and a cluster of the file) share a name.
+    #[error("cluster name `{name}` is used twice: {first} and {second}")]
+    Duplicate {
+        /// The name.
+        name: String,
+        /// Where it was first seen.
+        first: String,
+        /// Where again.
+        second: String,
+    },
+}
+
+impl tazuna_core::hint::Hint for ClusterApiError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Connect { source, .. } => return source.hint(),
+            Self::List { .. } => "Tazuna needs `list` on `clusters.cluster.x-k8s.io` there; see docs/fleet.md#cluster-api".into(),
+            Self::Secret { .. } => "Tazuna needs `get` on the `<cluster>-kubeconfig` Secrets there; Cluster API writes one per Cluster once its control plane is up".into(),
+            Self::Kubeconfig { .. } => "Cluster API keeps the kubeconfig under the key `value`".into(),
+            Self::Duplicate { .. } => "cluster names are unique across the file and its Cluster API environments; narrow `clusterAPI.selector` or `namespace`".into(),
+        })
+    }
+}
+
+/// The Clusters `environment`'s `source` selects, with their kubeconfigs:
+/// each named after its Cluster, with the environment's labels and the
+/// Cluster's on top, and the environment's values.
+pub async fn discover(
+    environment: &Environment,
+    source: &ClusterApi,
+) -> Result<Vec<Found>, ClusterApiError> {
+    let options = ConnectOptions {
+        kubeconfig: source.kubeconfig.clone(),
+        context: source.context.clone(),
+        in_memory: None,
+    };
+    let connected = client_for(&options)
+        .await
+        .map_err(|source| ClusterApiError::Connect {
+            environment: environment.name.clone(),
+            source,
+        })?;
+    let context = connected.context.clone();
+    let clusters =
+        list(&connected.client, source)
+            .await
+            .map_err(|error| ClusterApiError::List {
+                environment: environment.name.clone(),
+                context: context.clone(),
+                message: crate::objects::errors::status_message(&error),
+            })?;
+    let mut found: Vec<Found> = Vec::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for cluster in clusters {
+        let name = cluster.metadata.name.clone().unwrap_or_default();
+        let namespace = cluster
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_owned());
+        if let Some(first) = seen.insert(name.clone(), namespace.clone()) {
+            return Err(ClusterApiError::Duplicate {
+                first: format!("Cluster `{first}/{name}`"),
+                second: format!("Cluster `{namespace}/{name}`"),
+                name,
+            });
+        }
+        let kubeconfig = kubeconfig_of(&connected.client, &name, &namespace, &context).await?;
+        let mut labels = environment.labels.clone();
+        labels.extend(cluster.metadata.labels.clone().unwrap_or_default());
+        found.push(Found {
+            target: Target {
+                name,
+                environment: environment.name.clone(),
+                context: None,
+                kubeconfig: None,
+                labels,
+                values: environment.values.clone(),
+                identity: None,
+            },
+            kubeconfig,
+        });
+    }
+    found.sort_by(|a, b| a.target.name.cmp(&b.target.name));
+    Ok(found)
+}
+
+/// The Clusters `source` selects, at the first version the server serves.
+async fn list(
+    client: &Client,
+    source: &ClusterApi,
+) -> Result<ObjectList<DynamicObject>, kube::Error> {
+    let mut params = ListParams::default();
+    if let Some(selector) = &source.selector {
+        params = params.labels(&selector.to_string());
+    }
+    let mut last = None;
+    for version in VERSIONS {
+        let resource = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(GROUP, version, "Cluster"),
+            "clusters",
+        );
+        let api: Api<DynamicObject> = match &source.namespace {
+            Some(namespace) => Api::namespaced_with(client.clone(), namespace, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        match api.list(&params).await {
+            Ok(list) => return Ok(list),
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                last = Some(kube::Error::Api(status));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+    Err(last.expect("VERSIONS is not empty"))
+}
+
+/// The kubeconfig in Secret `<name>-kubeconfig`, key `value`.
+async fn kubeconfig_of(
+    client: &Client,
+    name: &str,
+    namespace: &str,
+    context: &str,
+) -> Result<InMemoryKubeconfig, ClusterApiError> {
+    let secret_name = format!("{name}-kubeconfig");
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let secret = secrets
+        .get(&secret_name)
+        .await
+        .map_err(|error| ClusterApiError::Secret {
+            cluster: name.to_owned(),
+            namespace: namespace.to_owned(),
+            secret: secret_name.clone(),
+            context: context.to_owned(),
+            message: crate::objects::errors::status_message(&error),
+        })?;
+    let invalid = |reason: &str| ClusterApiError::Kubeconfig {
+        cluster: name.to_owned(),
+        namespace: namespace.to_owned(),
+        secret: secret_name.clone(),
+        reason: reason.to_owned(),
+    };
+    let bytes = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get("value"))
+        .ok_or_else(|| invalid("has no key `value`"))?;
+    let text = std::str::from_utf8(&bytes.0).map_err(|_| invalid("holds no text under `value`"))?;
+    // The parser's message could quote the content; say only that it failed.
+    let kubeconfig = Kubeconfig::from_yaml(text)
+        .map_err(|_| invalid("holds no valid kubeconfig under `value`"))?;
+    Ok(InMemoryKubeconfig::new(
+        format!("Secret {namespace}/{secret_name}"),
+        kubeconfig,
+    ))
+}
