@@ -226,6 +226,27 @@ build helmfile "$HELMFILE_VERSION" helmfile "-X go.szostok.io/version.version=$H
   github.com/helmfile/helmfile
 build oras "$ORAS_VERSION" oras "" oras.land/oras/cmd/oras
 
+# Cluster API's Cluster CRD from the module zip, for the Cluster API target tests.
+copy_cluster_api_crds() {
+  local dest="$BIN/cluster-api-$CLUSTER_API_VERSION"
+  [ -d "$dest" ] && return 0
+  local dir
+  dir="$(cd "$BIN" && "$GO" mod download -json "sigs.k8s.io/cluster-api@$CLUSTER_API_VERSION" \
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')" || true
+  local crd="$dir/core/config/crd/bases/cluster.x-k8s.io_clusters.yaml"
+  if [ -z "$dir" ] || [ ! -f "$crd" ]; then
+    log "FAILED to get the Cluster API CRDs ($CLUSTER_API_VERSION)"
+    failed+=("cluster-api")
+    return 0
+  fi
+  mkdir -p "$dest.tmp.$$"
+  cp "$crd" "$dest.tmp.$$/"
+  chmod -R u+w "$dest.tmp.$$"
+  mv "$dest.tmp.$$" "$dest"
+  log "copied the Cluster API CRDs $CLUSTER_API_VERSION"
+}
+copy_cluster_api_crds
+
 # --- Report ------------------------------------------------------------------------
 echo "tazuna test assets (cache $BIN):"
 for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
@@ -239,6 +260,8 @@ for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_V
     echo "  $1 $2: MISSING"
   fi
 done
+crd="$BIN/cluster-api-$CLUSTER_API_VERSION/cluster.x-k8s.io_clusters.yaml"
+if [ -f "$crd" ]; then echo "  $crd"; else echo "  cluster-api CRDs $CLUSTER_API_VERSION: MISSING"; fi
 for cmd in docker-registry skopeo htpasswd python3; do
   p="$(command -v "$cmd" || true)"
   echo "  ${p:-$cmd: MISSING}"

@@ -439,3 +439,254 @@ fn three_clusters_from_one_file_apply_in_waves_and_a_failure_or_a_wrong_cluster_
         assert!(!exists(cluster, &["get", "deployment", "web", "-n", "web"]));
     }
 }
+
+/// `kubectl apply -f -` of `yaml` on `cluster`, so nothing is written to disk.
+fn apply_stdin(cluster: &TestCluster, yaml: &str) {
+    use std::io::Write as _;
+    let mut child = cluster
+        .kubectl()
+        .args(["apply", "--server-side", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(yaml.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "kubectl apply: {}", text(&out));
+}
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &Path, needle: &[u8]) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() && !path.is_symlink() {
+                stack.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path)
+                && bytes.windows(needle.len()).any(|w| w == needle)
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn cluster_api_workload_clusters_are_found_by_label_applied_and_their_kubeconfigs_never_touch_disk()
+{
+    use base64::Engine as _;
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let Some(crd) = tazuna_tests::Assets::locate().cluster_api_crd() else {
+        e2e::skip::<()>("no Cluster API CRDs (`tests/controlplane/install.sh` copies them)");
+        return;
+    };
+    let Some(management) = TestCluster::start("capi-management") else {
+        return;
+    };
+    let Some(own) = management.own() else {
+        eprintln!("SKIPPED: needs harness clusters of its own");
+        return;
+    };
+    let _ = own;
+    let Some(tokyo) = TestCluster::start("capi-tokyo") else {
+        return;
+    };
+    let Some(osaka) = TestCluster::start("capi-osaka") else {
+        return;
+    };
+    succeed(
+        management
+            .kubectl()
+            .args(["apply", "--server-side", "-f"])
+            .arg(&crd),
+    );
+    succeed(management.kubectl().args([
+        "wait",
+        "--for=condition=Established",
+        "crd/clusters.cluster.x-k8s.io",
+        "--timeout=60s",
+    ]));
+    // Two workload clusters selected by label, one that is not, each with a
+    // `<name>-kubeconfig` Secret; the kubeconfigs carry a marker to look for.
+    let marker = format!(
+        "capi-marker-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let mut objects = String::from("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: fleet\n");
+    for (name, region, fleet, cluster) in [
+        ("tokyo", "tokyo", "web", Some(&tokyo)),
+        ("osaka", "osaka", "web", Some(&osaka)),
+        ("lab", "tokyo", "other", None),
+    ] {
+        objects.push_str(&format!(
+            "---\napiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata:\n  name: {name}\n  namespace: fleet\n  labels: {{ tazuna.io/fleet: {fleet}, region: {region} }}\nspec: {{ paused: true }}\n"
+        ));
+        if let Some(cluster) = cluster {
+            let mut entry = cluster.own().unwrap().kubeconfig_entry().clone();
+            entry.name = format!("{marker}-{name}");
+            objects.push_str(&format!(
+                "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}-kubeconfig\n  namespace: fleet\n  labels: {{ cluster.x-k8s.io/cluster-name: {name} }}\ndata:\n  value: {}\n",
+                b64(&entry.to_yaml())
+            ));
+        }
+    }
+    // The least access the docs ask for: list Clusters, get their Secrets.
+    objects.push_str(
+        "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: { name: tazuna, namespace: fleet }\n\
+---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: { name: tazuna-cluster-api }\n\
+rules:\n  - { apiGroups: [cluster.x-k8s.io], resources: [clusters], verbs: [list] }\n\
+---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: { name: tazuna-cluster-api, namespace: fleet }\n\
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: tazuna-cluster-api }\n\
+subjects: [{ kind: ServiceAccount, name: tazuna, namespace: fleet }]\n\
+---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: { name: tazuna-kubeconfigs, namespace: fleet }\n\
+rules:\n  - { apiGroups: [\"\"], resources: [secrets], verbs: [get] }\n\
+---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: { name: tazuna-kubeconfigs, namespace: fleet }\n\
+roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: tazuna-kubeconfigs }\n\
+subjects: [{ kind: ServiceAccount, name: tazuna, namespace: fleet }]\n",
+    );
+    apply_stdin(&management, &objects);
+    let token = stdout(&succeed(
+        management
+            .kubectl()
+            .args(["create", "token", "tazuna", "-n", "fleet"]),
+    ));
+    let entry = management.own().unwrap().kubeconfig_entry();
+    let reader = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n  - name: management\n    cluster: {{ server: \"{}\", certificate-authority-data: {} }}\nusers:\n  - name: tazuna\n    user: {{ token: {} }}\ncontexts:\n  - name: management\n    context: {{ cluster: management, user: tazuna }}\ncurrent-context: management\n",
+        entry.server,
+        b64(&entry.ca_pem),
+        token.trim()
+    );
+
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    let home = tempfile::tempdir().unwrap();
+    write(dir, "management.kubeconfig", &reader);
+    write(
+        dir,
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  from: cluster-api\n",
+    );
+    write(
+        dir,
+        "tazuna.yaml",
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  environments:
+    workloads:
+      clusterAPI:
+        kubeconfig: ./management.kubeconfig
+        namespace: fleet
+        selector: tazuna.io/fleet=web
+      labels: { tier: web }
+  manifests:
+    - name: app
+      type: manifests
+      path: ./app
+      namespace: app-{{ .Cluster.Labels.region }}
+      createNamespace: true
+"#,
+    );
+    let run = |args: &[&str]| {
+        output(
+            tazuna(dir)
+                .env("HOME", home.path())
+                .env("TMPDIR", home.path())
+                .env("TAZUNA_CACHE_DIR", home.path().join("cache"))
+                .args(args),
+        )
+    };
+    let listed = run(&["clusters", "-o", "json"]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    let names: Vec<(&str, &str)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["cluster"].as_str().unwrap(),
+                c["labels"]["region"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("osaka", "osaka"), ("tokyo", "tokyo")]);
+
+    let applied = run(&["apply", "-e", "workloads"]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    let table = stdout(&applied);
+    for name in ["osaka", "tokyo"] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(name) && l.split_whitespace().nth(3) == Some("ok")),
+            "{name} is not ok: {}",
+            text(&applied)
+        );
+    }
+    for (cluster, namespace, absent) in [
+        (&tokyo, "app-tokyo", "app-osaka"),
+        (&osaka, "app-osaka", "app-tokyo"),
+    ] {
+        assert_eq!(
+            jsonpath(
+                cluster,
+                &["get", "configmap", "app", "-n", namespace],
+                "{.data.from}"
+            ),
+            "cluster-api"
+        );
+        assert!(!exists(cluster, &["get", "namespace", absent]));
+    }
+    let planned = run(&["plan", "-e", "workloads", "--detailed-exitcode"]);
+    assert!(planned.status.success(), "{}", text(&planned));
+
+    // No credential of those kubeconfigs anywhere Tazuna writes: the project
+    // (tazuna.lock included), its HOME, cache and temporary directories, and
+    // its state. (The context name is no credential; tazuna.lock records it
+    // with the binding.)
+    for cluster in [&tokyo, &osaka] {
+        let key = &cluster.own().unwrap().kubeconfig_entry().client_key_pem;
+        let body = key.lines().nth(1).expect("a PEM body line").to_owned();
+        // The search finds a key where a kubeconfig file does hold one.
+        let harness = cluster.kubeconfig().parent().unwrap();
+        assert!(!files_containing(harness, b64(key).as_bytes()).is_empty());
+        for needle in [body.clone(), b64(key)] {
+            for place in [dir, home.path()] {
+                let found = files_containing(place, needle.as_bytes());
+                assert!(found.is_empty(), "a client key is in {found:?}");
+            }
+        }
+        let state = stdout(&succeed(cluster.kubectl().args([
+            "get",
+            "configmaps",
+            "-n",
+            "tazuna",
+            "-o",
+            "yaml",
+        ])));
+        assert!(!state.contains(&body), "a client key is in the state");
+    }
+    let lock = std::fs::read_to_string(dir.join("tazuna.lock")).unwrap();
+    assert!(
+        lock.contains("osaka") && lock.contains("tokyo"),
+        "both bound:\n{lock}"
+    );
+}

@@ -206,6 +206,22 @@ impl Assets {
         )
     }
 
+    /// Cluster API's Cluster CRD (install.sh copies it from the pinned
+    /// module), if it is there.
+    pub fn cluster_api_crd(&self) -> Option<PathBuf> {
+        let name = "cluster.x-k8s.io_clusters.yaml";
+        let path = match &self.layout {
+            Layout::Flat(dir) => dir.join(name),
+            Layout::Cache(root) => root
+                .join(format!(
+                    "cluster-api-{}",
+                    pinned_version("CLUSTER_API_VERSION").unwrap_or("unknown")
+                ))
+                .join(name),
+        };
+        path.is_file().then_some(path)
+    }
+
     /// The directory of kwok's stage files (kwok v0.8 has no built-in stages).
     pub fn kwok_stages(&self) -> PathBuf {
         self.pin_dir(Tool::Kwok).join("stages")

@@ -87,8 +87,7 @@ fn call(c: &mut Criterion) {
 fn build(c: &mut Criterion) {
     let dir = quickstart();
     let cache = tempfile::tempdir().unwrap();
-    let options =
-        LoadOptions::new(semver::Version::parse(env!("CARGO_PKG_VERSION")).unwrap());
+    let options = LoadOptions::new(semver::Version::parse(env!("CARGO_PKG_VERSION")).unwrap());
     let host = host(Some(cache.path()));
     PluginSet::load(
         &host,
