@@ -438,6 +438,44 @@ fn three_clusters_from_one_file_apply_in_waves_and_a_failure_or_a_wrong_cluster_
     for cluster in [&staging, &production, &dr] {
         assert!(!exists(cluster, &["get", "deployment", "web", "-n", "web"]));
     }
+
+    // The CI-matrix way: one process per entry of `tazuna clusters -o json`,
+    // all at once. Together they equal one fleet run: a plan of the whole
+    // fleet finds nothing left to change.
+    let entries = stdout(&succeed(tazuna(dir).args(["clusters", "-o", "json"])));
+    let entries: Value = serde_json::from_str(&entries).unwrap();
+    let jobs: Vec<(String, std::process::Child)> = entries
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            let name = entry["cluster"].as_str().unwrap().to_owned();
+            let child = tazuna(dir)
+                .args(["apply", "--cluster", &name])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (name, child)
+        })
+        .collect();
+    assert_eq!(jobs.len(), 3);
+    for (name, child) in jobs {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "matrix job {name}: {}", text(&out));
+    }
+    let planned = output(tazuna(dir).args(["plan", "--all-clusters", "--detailed-exitcode"]));
+    assert!(planned.status.success(), "{}", text(&planned));
+    for (cluster, replicas) in [(&staging, "1"), (&production, "3"), (&dr, "2")] {
+        assert_eq!(
+            jsonpath(
+                cluster,
+                &["get", "deployment", "web", "-n", "web"],
+                "{.spec.replicas}"
+            ),
+            replicas
+        );
+    }
 }
 
 /// `kubectl apply -f -` of `yaml` on `cluster`, so nothing is written to disk.
@@ -684,9 +722,74 @@ spec:
         ])));
         assert!(!state.contains(&body), "a client key is in the state");
     }
+    // The Job-per-cluster example is valid for this management cluster.
+    let examples = common::root().join("examples/fleet/kubernetes");
+    succeed(
+        management
+            .kubectl()
+            .args(["apply", "--dry-run=server", "-f"])
+            .arg(examples.join("rbac.yaml")),
+    );
+    let job = std::fs::read_to_string(examples.join("job.yaml"))
+        .unwrap()
+        .replace("CLUSTER", "tokyo");
+    let mut child = management
+        .kubectl()
+        .args(["create", "--dry-run=server", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(job.as_bytes())
+            .unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "job.yaml: {}", text(&out));
+
     let lock = std::fs::read_to_string(dir.join("tazuna.lock")).unwrap();
     assert!(
         lock.contains("osaka") && lock.contains("tokyo"),
         "both bound:\n{lock}"
+    );
+}
+
+#[test]
+fn the_fleet_example_lists_its_clusters_in_waves_and_differs_only_where_it_means_to() {
+    let dir = common::root().join("examples/fleet");
+    let listed =
+        succeed(tazuna(&dir).args(["clusters", "-e", "staging,production,dr", "-o", "json"]));
+    let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
+    let waves: Vec<(&str, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["cluster"].as_str().unwrap(), c["wave"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(waves, [("staging", 1), ("dr", 2), ("production", 2)]);
+    let compared = succeed(tazuna(&dir).args(["compare", "staging", "production", "-o", "json"]));
+    let compared: Value = serde_json::from_str(&stdout(&compared)).unwrap();
+    assert_eq!(
+        compared["onlyInSecond"],
+        serde_json::json!(["production-only: v1 ConfigMap app/audit"])
+    );
+    assert_eq!(compared["onlyInFirst"], serde_json::json!([]));
+    assert_eq!(compared["different"], serde_json::json!([]));
+    let same =
+        output(tazuna(&dir).args(["compare", "production", "production", "--detailed-exitcode"]));
+    assert_eq!(same.status.code(), Some(0), "{}", text(&same));
+    let unknown = output(tazuna(&dir).args(["compare", "staging", "prod"]));
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr)
+            .contains("`prod` is neither an environment nor a cluster of this file"),
+        "{}",
+        text(&unknown)
     );
 }

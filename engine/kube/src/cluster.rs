@@ -149,6 +149,9 @@ fn describe_path(path: Option<&Path>) -> String {
 /// The context `options` select, read from the kubeconfig without connecting.
 /// The context guard checks this name before anything talks to a cluster.
 pub fn context_name(options: &ConnectOptions) -> Result<String, ClusterError> {
+    if in_cluster(options).is_some() {
+        return Ok(IN_CLUSTER.to_owned());
+    }
     let kubeconfig = read_kubeconfig(options)?;
     select_context(&kubeconfig, options)
 }
@@ -233,6 +236,23 @@ pub struct Connected {
     pub server: String,
 }
 
+/// The context name shown for the cluster a pod runs in.
+pub const IN_CLUSTER: &str = "in-cluster";
+
+/// In a pod, with no kubeconfig named and none at `$KUBECONFIG` or
+/// `~/.kube/config`: the pod's own cluster through its service account (a
+/// Job per cluster in a management cluster).
+fn in_cluster(options: &ConnectOptions) -> Option<kube::Config> {
+    let named = options.kubeconfig.is_some()
+        || options.in_memory.is_some()
+        || options.context.as_deref().is_some_and(|c| c != IN_CLUSTER);
+    if named || std::env::var_os("KUBERNETES_SERVICE_HOST").is_none() || Kubeconfig::read().is_ok()
+    {
+        return None;
+    }
+    kube::Config::incluster().ok()
+}
+
 /// A client for the cluster `options` select, without a request: for a
 /// cluster Tazuna only reads a few objects of (a Cluster API management
 /// cluster), where it needs no rights beyond those reads.
@@ -240,18 +260,24 @@ pub async fn client_for(options: &ConnectOptions) -> Result<Connected, ClusterEr
     // With more than one rustls backend compiled in (the workspace's
     // other crates bring aws-lc-rs), rustls cannot pick one by itself.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let kubeconfig = read_kubeconfig(options)?;
-    let context = select_context(&kubeconfig, options)?;
-    let kube_options = KubeConfigOptions {
-        context: Some(context.clone()),
-        ..KubeConfigOptions::default()
+    let (mut config, context) = match in_cluster(options) {
+        Some(config) => (config, IN_CLUSTER.to_owned()),
+        None => {
+            let kubeconfig = read_kubeconfig(options)?;
+            let context = select_context(&kubeconfig, options)?;
+            let kube_options = KubeConfigOptions {
+                context: Some(context.clone()),
+                ..KubeConfigOptions::default()
+            };
+            let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube_options)
+                .await
+                .map_err(|source| ClusterError::Kubeconfig {
+                    path: options.kubeconfig.clone(),
+                    source,
+                })?;
+            (config, context)
+        }
     };
-    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube_options)
-        .await
-        .map_err(|source| ClusterError::Kubeconfig {
-            path: options.kubeconfig.clone(),
-            source,
-        })?;
     config.headers.push((
         http::header::USER_AGENT,
         http::HeaderValue::from_static(concat!("tazuna/", env!("CARGO_PKG_VERSION"))),

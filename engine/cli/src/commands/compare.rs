@@ -51,7 +51,21 @@ impl Compare {
         // Names that are no cluster of the file may be Cluster API clusters.
         let mut asked = settings.clone();
         asked.selection.clusters = vec![self.first.clone(), self.second.clone()];
-        let (declared, found) = runtime.block_on(super::fleet::declared(&asked))?;
+        let (declared, found) = match runtime.block_on(super::fleet::declared(&asked)) {
+            Ok(declared) => declared,
+            // Without the management cluster, the file's own clusters still compare.
+            Err(error) => {
+                eprintln!(
+                    "warning: Cluster API clusters were not searched: {}",
+                    crate::failure::describe(&error, crate::report::Color::Never)
+                        .unwrap_or_default()
+                        .trim_start_matches("error: ")
+                );
+                let mut plain = asked.clone();
+                plain.selection = Default::default();
+                runtime.block_on(super::fleet::declared(&plain))?
+            }
+        };
         let first = side(&declared, &self.first)?;
         let second = side(&declared, &self.second)?;
         let (first_settings, second_settings) = (
