@@ -244,26 +244,26 @@ fn pairs(events: &[AuditEvent]) -> usize {
 }
 
 /// CPU seconds spent while one apply ran.
-struct Cpu {
+pub(crate) struct Cpu {
     /// By the control plane's processes (etcd, kube-apiserver, controllers, kwok).
-    control_plane: f64,
+    pub(crate) control_plane: f64,
     /// By the client (children of this process that were waited for).
-    client: f64,
+    pub(crate) client: f64,
 }
 
 impl Cpu {
-    fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.control_plane + self.client
     }
 
-    fn start(cluster: &Cluster) -> anyhow::Result<Cpu> {
+    pub(crate) fn start(cluster: &Cluster) -> anyhow::Result<Cpu> {
         Ok(Cpu {
             control_plane: control_plane_cpu(cluster)?,
             client: children_cpu()?,
         })
     }
 
-    fn stop(self, cluster: &Cluster) -> anyhow::Result<Cpu> {
+    pub(crate) fn stop(self, cluster: &Cluster) -> anyhow::Result<Cpu> {
         Ok(Cpu {
             control_plane: control_plane_cpu(cluster)? - self.control_plane,
             client: children_cpu()? - self.client,
@@ -272,7 +272,7 @@ impl Cpu {
 }
 
 /// `utime + stime` of the cluster's processes, in seconds.
-fn control_plane_cpu(cluster: &Cluster) -> anyhow::Result<f64> {
+pub(crate) fn control_plane_cpu(cluster: &Cluster) -> anyhow::Result<f64> {
     let mut total = 0.0;
     for (_, pid) in cluster.processes() {
         total += stat_seconds(&format!("/proc/{pid}/stat"), 13, 14)?;
@@ -281,7 +281,7 @@ fn control_plane_cpu(cluster: &Cluster) -> anyhow::Result<f64> {
 }
 
 /// `cutime + cstime` of this process: its reaped children, the clients.
-fn children_cpu() -> anyhow::Result<f64> {
+pub(crate) fn children_cpu() -> anyhow::Result<f64> {
     stat_seconds("/proc/self/stat", 15, 16)
 }
 
@@ -303,7 +303,7 @@ fn stat_seconds(path: &str, a: usize, b: usize) -> anyhow::Result<f64> {
     Ok((tick(a)? + tick(b)?) / 100.0)
 }
 
-fn fresh(name: &str) -> anyhow::Result<Cluster> {
+pub(crate) fn fresh(name: &str) -> anyhow::Result<Cluster> {
     ClusterConfig::new(name).start()
 }
 
@@ -342,13 +342,13 @@ fn rss(
     Ok((kb, started.elapsed()))
 }
 
-fn tempfile_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn tempfile_dir() -> anyhow::Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("tazuna-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
 
-fn configmaps(count: usize) -> String {
+pub(crate) fn configmaps(count: usize) -> String {
     let mut text = String::new();
     for i in 0..count {
         let _ = write!(
@@ -360,7 +360,7 @@ fn configmaps(count: usize) -> String {
     text
 }
 
-const BULK_NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bulk\n";
+pub(crate) const BULK_NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bulk\n";
 
 /// The Argo CD fixture plus `count` ConfigMaps, with a tazuna.yaml that
 /// applies them without readiness waits (kubectl does not wait either).

@@ -1,6 +1,7 @@
 //! Developer tasks: `cargo xtask <task>`. Each task lives in its own module.
 
 mod bench;
+mod bench_fleet;
 mod bench_inputs;
 mod cluster;
 mod fuzz;
@@ -31,6 +32,9 @@ enum Task {
     /// Benchmark apply, no-op apply, plan and status beside `kubectl apply
     /// --server-side` on fresh harness clusters; prints a Markdown report.
     BenchApply(bench::BenchApply),
+    /// Benchmark three clusters applied in one wave against the same three one
+    /// after another and against the slowest alone; prints a Markdown report.
+    BenchFleet(bench_fleet::BenchFleet),
     /// Measure `tazuna check` (time, peak RSS) on inputs built to exhaust
     /// memory or time; prints a Markdown table.
     BenchInputs(bench_inputs::BenchInputs),
@@ -47,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         Task::Quickstart(args) => args.run(),
         Task::Cluster(args) => args.run(),
         Task::BenchApply(args) => args.run(),
+        Task::BenchFleet(args) => args.run(),
         Task::Fuzz(args) => args.run(),
         Task::BenchInputs(args) => args.run(),
     }
