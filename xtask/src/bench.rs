@@ -348,7 +348,22 @@ pub(crate) fn tempfile_dir() -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-pub(crate) fn configmaps(count: usize) -> String {
+/// The Argo CD fixture in `dir/argo-cd/` and `count` ConfigMaps in `dir/bulk/`.
+pub(crate) fn write_sources(root: &Path, dir: &Path, count: usize) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir.join("argo-cd"))?;
+    std::fs::create_dir_all(dir.join("bulk"))?;
+    for file in ["install.yaml", "namespace.yaml"] {
+        std::fs::copy(
+            root.join("examples/quickstart/argo-cd").join(file),
+            dir.join("argo-cd").join(file),
+        )?;
+    }
+    std::fs::write(dir.join("bulk/namespace.yaml"), BULK_NAMESPACE)?;
+    std::fs::write(dir.join("bulk/configmaps.yaml"), configmaps(count))?;
+    Ok(())
+}
+
+fn configmaps(count: usize) -> String {
     let mut text = String::new();
     for i in 0..count {
         let _ = write!(
@@ -360,22 +375,13 @@ pub(crate) fn configmaps(count: usize) -> String {
     text
 }
 
-pub(crate) const BULK_NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bulk\n";
+const BULK_NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: bulk\n";
 
 /// The Argo CD fixture plus `count` ConfigMaps, with a tazuna.yaml that
 /// applies them without readiness waits (kubectl does not wait either).
 fn write_fixture(root: &Path, work: &Path, count: usize) -> anyhow::Result<PathBuf> {
     let dir = work.join("fixture");
-    std::fs::create_dir_all(dir.join("argo-cd"))?;
-    std::fs::create_dir_all(dir.join("bulk"))?;
-    for file in ["install.yaml", "namespace.yaml"] {
-        std::fs::copy(
-            root.join("examples/quickstart/argo-cd").join(file),
-            dir.join("argo-cd").join(file),
-        )?;
-    }
-    std::fs::write(dir.join("bulk/namespace.yaml"), BULK_NAMESPACE)?;
-    std::fs::write(dir.join("bulk/configmaps.yaml"), configmaps(count))?;
+    write_sources(root, &dir, count)?;
     std::fs::write(
         dir.join("tazuna.yaml"),
         "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: argocd\n      type: manifests\n      path: argo-cd/*.yaml\n      namespace: argocd\n      wait: false\n    - name: bulk\n      type: manifests\n      path: bulk/*.yaml\n      wait: false\n",

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use tazuna_controlplane::Cluster;
 
-use crate::bench::{BULK_NAMESPACE, children_cpu, configmaps, control_plane_cpu, fresh};
+use crate::bench::{children_cpu, control_plane_cpu, fresh};
 use crate::test::run;
 
 /// Measure a wave of three clusters against the same three one after another
@@ -46,7 +46,7 @@ impl BenchFleet {
         let root = crate::test::root();
         let tazuna = crate::plugins::release_cli(&root)?;
         let work = crate::bench::tempfile_dir()?.join("fleet");
-        write_sources(&root, &work, self.configmaps)?;
+        crate::bench::write_sources(&root, &work, self.configmaps)?;
         let mut rounds = Vec::new();
         for round in 0..self.rounds {
             eprintln!("==> round {}/{}", round + 1, self.rounds);
@@ -122,7 +122,11 @@ impl BenchFleet {
         // One after another.
         let clusters = start_three(&format!("fs{round}"))?;
         write_file(work, &clusters)?;
-        let sequence = timed(tazuna, work, &["apply", "--all-clusters", "--max-parallel", "1"])?;
+        let sequence = timed(
+            tazuna,
+            work,
+            &["apply", "--all-clusters", "--max-parallel", "1"],
+        )?;
         drop(clusters);
         // Each alone, with no other control plane running.
         let mut alone = [Duration::ZERO; 3];
@@ -167,21 +171,6 @@ fn timed(tazuna: &Path, dir: &Path, args: &[&str]) -> anyhow::Result<Duration> {
         .args(args)
         .stdout(std::process::Stdio::null()))?;
     Ok(started.elapsed())
-}
-
-/// The Argo CD fixture and the ConfigMaps every cluster gets.
-fn write_sources(root: &Path, dir: &Path, count: usize) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir.join("argo-cd"))?;
-    std::fs::create_dir_all(dir.join("bulk"))?;
-    for file in ["install.yaml", "namespace.yaml"] {
-        std::fs::copy(
-            root.join("examples/quickstart/argo-cd").join(file),
-            dir.join("argo-cd").join(file),
-        )?;
-    }
-    std::fs::write(dir.join("bulk/namespace.yaml"), BULK_NAMESPACE)?;
-    std::fs::write(dir.join("bulk/configmaps.yaml"), configmaps(count))?;
-    Ok(())
 }
 
 fn write_file(dir: &Path, clusters: &[Cluster]) -> anyhow::Result<()> {

@@ -478,12 +478,14 @@ fn three_clusters_from_one_file_apply_in_waves_and_a_failure_or_a_wrong_cluster_
     }
 }
 
-/// `kubectl apply -f -` of `yaml` on `cluster`, so nothing is written to disk.
-fn apply_stdin(cluster: &TestCluster, yaml: &str) {
+/// `kubectl <args> -f -` with `yaml` on stdin, so nothing is written to
+/// disk; it must succeed.
+fn kubectl_stdin(cluster: &TestCluster, args: &[&str], yaml: &str) {
     use std::io::Write as _;
     let mut child = cluster
         .kubectl()
-        .args(["apply", "--server-side", "-f", "-"])
+        .args(args)
+        .args(["-f", "-"])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -496,7 +498,7 @@ fn apply_stdin(cluster: &TestCluster, yaml: &str) {
         .write_all(yaml.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "kubectl apply: {}", text(&out));
+    assert!(out.status.success(), "kubectl {args:?}: {}", text(&out));
 }
 
 /// Every file under `dir` whose bytes contain `needle`.
@@ -598,7 +600,7 @@ rules:\n  - { apiGroups: [\"\"], resources: [secrets], verbs: [get] }\n\
 roleRef: { apiGroup: rbac.authorization.k8s.io, kind: Role, name: tazuna-kubeconfigs }\n\
 subjects: [{ kind: ServiceAccount, name: tazuna, namespace: fleet }]\n",
     );
-    apply_stdin(&management, &objects);
+    kubectl_stdin(&management, &["apply", "--server-side"], &objects);
     let token = stdout(&succeed(
         management
             .kubectl()
@@ -733,25 +735,7 @@ spec:
     let job = std::fs::read_to_string(examples.join("job.yaml"))
         .unwrap()
         .replace("CLUSTER", "tokyo");
-    let mut child = management
-        .kubectl()
-        .args(["create", "--dry-run=server", "-f", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write as _;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(job.as_bytes())
-            .unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "job.yaml: {}", text(&out));
+    kubectl_stdin(&management, &["create", "--dry-run=server"], &job);
 
     let lock = std::fs::read_to_string(dir.join("tazuna.lock")).unwrap();
     assert!(

@@ -326,10 +326,22 @@ fn template_data(environment: Option<&str>, target: Option<&Target>) -> serde_js
 fn first_look(
     path: &Path,
     text: &str,
-    environment: Option<&str>,
+    opts: &LoadOptions,
 ) -> Result<(BTreeMap<String, Environment>, Rollout), ConfigError> {
-    let data = template_data(environment, None);
+    let data = template_data(opts.environment.as_deref(), None);
     let doc = Document::parse(path, text.to_owned(), &data, Keys::Optional)?;
+    clusters_of(&doc, opts)
+}
+
+/// `spec.environments` and `spec.rollout` of `doc`, after the version check
+/// (a file for a newer Tazuna says so before any field it does not know).
+fn clusters_of(
+    doc: &Document,
+    opts: &LoadOptions,
+) -> Result<(BTreeMap<String, Environment>, Rollout), ConfigError> {
+    if doc.value.is_mapping() {
+        check_minimum_version(doc, &opts.tazuna_version)?;
+    }
     let spec_path = YamlPath::root().key("spec");
     let spec = doc.value.get("spec");
     let environments = match spec.and_then(|s| s.get("environments")) {
@@ -337,7 +349,7 @@ fn first_look(
         Some(raw) => {
             let at = spec_path.key("environments");
             let raw: BTreeMap<String, RawEnvironment> = doc.deserialize(&at, raw)?;
-            build_environments(&doc, &at, raw)?
+            build_environments(doc, &at, raw)?
         }
     };
     let rollout = match spec.and_then(|s| s.get("rollout")) {
@@ -345,7 +357,7 @@ fn first_look(
         Some(raw) => {
             let at = spec_path.key("rollout");
             let raw: RawRollout = doc.deserialize(&at, raw)?;
-            build_rollout(&doc, &at, Some(raw), &environments)?
+            build_rollout(doc, &at, Some(raw), &environments)?
         }
     };
     Ok((environments, rollout))
@@ -357,7 +369,7 @@ pub(crate) fn targets(
     opts: &LoadOptions,
 ) -> Result<(BTreeMap<String, Environment>, Rollout), ConfigError> {
     let text = read_text(path, None)?;
-    first_look(path, &text, opts.environment.as_deref())
+    first_look(path, &text, opts)
 }
 
 /// The cluster `opts` selects among `environments`, and its environment's
@@ -489,11 +501,22 @@ fn deserialize_root(doc: &Document) -> Result<RawRoot, ConfigError> {
 /// Load, expand and validate a `tazuna.yaml`. See [`super::load`].
 pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigError> {
     let text = read_text(path, None)?;
-    let (declared, _) = first_look(path, &text, opts.environment.as_deref())?;
-    let (environment, target) = select_target(path, &text, &declared, opts)?;
+    // A file without template actions is the same for every cluster: it is
+    // parsed once.
+    let (doc, environment, target) = if crate::template::has_actions(&text) {
+        let (declared, _) = first_look(path, &text, opts)?;
+        let (environment, target) = select_target(path, &text, &declared, opts)?;
+        let data = template_data(environment.as_deref(), target.as_ref());
+        let doc = Document::parse(path, text, &data, Keys::Required)?;
+        (doc, environment, target)
+    } else {
+        let doc = Document::parse(path, text, &serde_json::Value::Null, Keys::Required)?;
+        let (declared, _) = clusters_of(&doc, opts)?;
+        let (environment, target) = select_target(path, doc.source.text(), &declared, opts)?;
+        (doc, environment, target)
+    };
     let environment = environment.as_deref();
     let data = template_data(environment, target.as_ref());
-    let doc = Document::parse(path, text, &data, Keys::Required)?;
     let root = YamlPath::root();
     let spec_path = root.key("spec");
 
