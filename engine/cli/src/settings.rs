@@ -12,13 +12,15 @@ use tazuna_engine::cluster::ConnectOptions;
 use tazuna_engine::fleet::{Found, Selection};
 use tazuna_engine::host::{HostSettings, Limits};
 
-/// Flags every command accepts.
+/// Flags every command accepts, shown apart from a command's own in `--help`.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
-    /// The tazuna.yaml to read.
+    /// The tazuna.yaml to read (Go Tazuna's `--file-path` works too).
     #[arg(
         short = 'f',
         long,
+        visible_alias = "file-path",
         global = true,
         env = "TAZUNA_FILE",
         default_value = "tazuna.yaml"

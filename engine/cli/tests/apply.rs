@@ -186,7 +186,17 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
         SECRET_VALUE,
         &format!("{SECRET_VALUE}-v2"),
     );
-    let diff = output(tazuna(&cluster, &dir).args(["state", "diff", "-o", "json"]));
+    // Go Tazuna's scripts expect success from `state diff` with changes; 2
+    // comes only with --detailed-exitcode, as for plan.
+    let plain = output(tazuna(&cluster, &dir).args(["state", "diff"]));
+    assert_eq!(plain.status.code(), Some(0), "{}", text(&plain));
+    assert!(
+        String::from_utf8_lossy(&plain.stdout).contains("~ update"),
+        "{}",
+        text(&plain)
+    );
+    let diff =
+        output(tazuna(&cluster, &dir).args(["state", "diff", "--detailed-exitcode", "-o", "json"]));
     assert_eq!(diff.status.code(), Some(2), "{}", text(&diff));
     assert!(
         !text(&diff).contains(SECRET_VALUE),
@@ -284,7 +294,7 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
         .filter(|block| !block.starts_with("projects-removed"))
         .collect();
     std::fs::write(dir.join("tazuna.yaml"), kept.join("\n    - name: ")).unwrap();
-    let diff = output(tazuna(&cluster, &dir).args(["state", "diff"]));
+    let diff = output(tazuna(&cluster, &dir).args(["state", "diff", "--detailed-exitcode"]));
     assert_eq!(diff.status.code(), Some(2), "{}", text(&diff));
     assert!(
         String::from_utf8_lossy(&diff.stdout).contains(

@@ -586,6 +586,17 @@ fn cluster_api_workload_clusters_are_found_by_label_applied_and_their_kubeconfig
             ));
         }
     }
+    // An attacker who can write a kubeconfig Secret tries to run a program
+    // on the machine that runs Tazuna.
+    let pwned = std::env::temp_dir().join(format!("{marker}-pwned"));
+    let hostile = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: probe\n  cluster: {{ server: \"https://127.0.0.1:1\" }}\nusers:\n- name: probe\n  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: [\"-c\", \"touch {}\"]\n      interactiveMode: Never\ncontexts:\n- name: probe\n  context: {{ cluster: probe, user: probe }}\ncurrent-context: probe\n",
+        pwned.display()
+    );
+    objects.push_str(&format!(
+        "---\napiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata:\n  name: probe\n  namespace: fleet\n  labels: {{ tazuna.io/fleet: probe }}\nspec: {{ paused: true }}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: probe-kubeconfig\n  namespace: fleet\ndata:\n  value: {}\n",
+        b64(&hostile)
+    ));
     // The least access the docs ask for: list Clusters, get their Secrets.
     objects.push_str(
         "---\napiVersion: v1\nkind: ServiceAccount\nmetadata: { name: tazuna, namespace: fleet }\n\
@@ -636,6 +647,11 @@ spec:
         namespace: fleet
         selector: tazuna.io/fleet=web
       labels: { tier: web }
+    probes:
+      clusterAPI:
+        kubeconfig: ./management.kubeconfig
+        namespace: fleet
+        selector: tazuna.io/fleet=probe
   manifests:
     - name: app
       type: manifests
@@ -653,7 +669,7 @@ spec:
                 .args(args),
         )
     };
-    let listed = run(&["clusters", "-o", "json"]);
+    let listed = run(&["clusters", "-e", "workloads", "-o", "json"]);
     assert!(listed.status.success(), "{}", text(&listed));
     let listed: Value = serde_json::from_str(&stdout(&listed)).unwrap();
     let names: Vec<(&str, &str)> = listed
@@ -668,6 +684,25 @@ spec:
         })
         .collect();
     assert_eq!(names, [("osaka", "osaka"), ("tokyo", "tokyo")]);
+
+    // The hostile kubeconfig is refused before anything uses it.
+    for args in [
+        &["clusters", "-e", "probes"][..],
+        &["apply", "-e", "probes"],
+    ] {
+        let refused = run(args);
+        assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+        let said = String::from_utf8_lossy(&refused.stderr).into_owned();
+        assert!(
+            said.contains("Secret `fleet/probe-kubeconfig` holds a kubeconfig that runs a program"),
+            "{said}"
+        );
+        assert!(
+            !said.contains("touch"),
+            "the Secret's content is quoted: {said}"
+        );
+    }
+    assert!(!pwned.exists(), "the kubeconfig's exec ran");
 
     let applied = run(&["apply", "-e", "workloads"]);
     assert!(applied.status.success(), "{}", text(&applied));

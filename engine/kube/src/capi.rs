@@ -173,6 +173,52 @@ pub async fn discover(
     Ok(found)
 }
 
+/// Whether a kubeconfig from a Secret carries its credentials in itself.
+/// Whoever can write the Secret must not be able to run a program on this
+/// machine (`exec`, `auth-provider`) or make Tazuna read its files
+/// (`tokenFile`, `client-certificate`, `client-key`, `certificate-authority`
+/// as paths); `Err` says what it asks for.
+fn embedded_only(kubeconfig: &Kubeconfig) -> Result<(), String> {
+    for user in &kubeconfig.auth_infos {
+        let Some(auth) = &user.auth_info else {
+            continue;
+        };
+        let name = &user.name;
+        if auth.exec.is_some() {
+            return Err(format!("runs a program for user `{name}` (`exec`)"));
+        }
+        if auth.auth_provider.is_some() {
+            return Err(format!(
+                "uses an auth provider for user `{name}` (`auth-provider`)"
+            ));
+        }
+        for (field, set) in [
+            ("tokenFile", auth.token_file.is_some()),
+            ("client-certificate", auth.client_certificate.is_some()),
+            ("client-key", auth.client_key.is_some()),
+        ] {
+            if set {
+                return Err(format!(
+                    "reads a file of this machine for user `{name}` (`{field}`)"
+                ));
+            }
+        }
+    }
+    for cluster in &kubeconfig.clusters {
+        if cluster
+            .cluster
+            .as_ref()
+            .is_some_and(|c| c.certificate_authority.is_some())
+        {
+            return Err(format!(
+                "reads a file of this machine for cluster `{}` (`certificate-authority`)",
+                cluster.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The Clusters `source` selects, at the first version the server serves.
 async fn list(
     client: &Client,
@@ -237,8 +283,59 @@ async fn kubeconfig_of(
     // The parser's message could quote the content; say only that it failed.
     let kubeconfig = Kubeconfig::from_yaml(text)
         .map_err(|_| invalid("holds no valid kubeconfig under `value`"))?;
+    if let Err(what) = embedded_only(&kubeconfig) {
+        return Err(invalid(&format!(
+            "holds a kubeconfig that {what}; Tazuna uses only kubeconfigs whose credentials are written in them, as Cluster API writes them"
+        )));
+    }
     Ok(InMemoryKubeconfig::new(
         format!("Secret {namespace}/{secret_name}"),
         kubeconfig,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(yaml: &str) -> Result<(), String> {
+        embedded_only(&Kubeconfig::from_yaml(yaml).unwrap())
+    }
+
+    #[test]
+    fn a_secret_kubeconfig_may_not_run_programs_or_read_local_files() {
+        let base = "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.0.0.1\n    certificate-authority-data: Zm9v\nusers:\n- name: u\n  user:\n";
+        assert_eq!(
+            check(&format!(
+                "{base}    client-certificate-data: Zm9v\n    client-key-data: Zm9v\n"
+            )),
+            Ok(())
+        );
+        assert_eq!(check(&format!("{base}    token: abc\n")), Ok(()));
+        for (user, said) in [
+            (
+                "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: [-c, id]\n",
+                "runs a program",
+            ),
+            ("    auth-provider:\n      name: oidc\n", "auth provider"),
+            ("    tokenFile: /etc/shadow\n", "`tokenFile`"),
+            (
+                "    client-certificate: /root/.ssh/id_rsa\n",
+                "`client-certificate`",
+            ),
+            ("    client-key: /root/.ssh/id_rsa\n", "`client-key`"),
+        ] {
+            let error = check(&format!("{base}{user}")).unwrap_err();
+            assert!(error.contains(said), "{error}");
+        }
+        let ca_path = base.replace(
+            "certificate-authority-data: Zm9v",
+            "certificate-authority: /etc/passwd",
+        );
+        assert!(
+            check(&format!("{ca_path}    token: abc\n"))
+                .unwrap_err()
+                .contains("certificate-authority")
+        );
+    }
 }

@@ -16,7 +16,8 @@ use crate::settings::GlobalSettings;
 pub enum State {
     /// List the manifests in state, with their object counts and when they were applied.
     List,
-    /// Report what changed in the file since the last apply (exit 2 on changes).
+    /// Report what changed in the file since the last apply (with
+    /// `--detailed-exitcode`, exit 2 on changes).
     ///
     /// Compares what the file renders now with the content hashes Tazuna
     /// recorded when it last applied: objects not applied yet, objects whose
@@ -24,7 +25,7 @@ pub enum State {
     /// deletes). Reads only Tazuna's state, never the live objects; `tazuna
     /// plan` shows the field-by-field diff against live.
     #[command(
-        after_help = "Examples:\n  tazuna state diff\n  tazuna state diff -o json | jq -r '.changes[].object'"
+        after_help = "Examples:\n  tazuna state diff\n  tazuna state diff --detailed-exitcode   # 0: no changes, 2: changes\n  tazuna state diff -o json | jq -r '.changes[].object'"
     )]
     Diff(Diff),
     /// Report what changed live since the last apply (exit 2 on drift).
@@ -46,7 +47,12 @@ pub enum State {
 
 /// `state diff`.
 #[derive(Debug, Args)]
-pub struct Diff {}
+pub struct Diff {
+    /// Exit with 2 when the file renders something else than was last
+    /// applied (1 stays for errors); without it, as in Go Tazuna, 0.
+    #[arg(long)]
+    detailed_exitcode: bool,
+}
 
 /// `state drift`.
 #[derive(Debug, Args)]
@@ -70,14 +76,19 @@ impl State {
         super::runtime()?.block_on(async {
             match self {
                 State::List => list(settings).await,
-                State::Diff(_) => {
-                    report(
+                State::Diff(diff) => {
+                    let code = report(
                         settings,
                         Question::Pending,
                         "diff",
                         "no changes: the file renders what was last applied",
                     )
-                    .await
+                    .await?;
+                    Ok(if diff.detailed_exitcode {
+                        code
+                    } else {
+                        ExitCode::SUCCESS
+                    })
                 }
                 State::Drift(drift) => {
                     super::plan::report_on(
