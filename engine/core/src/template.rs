@@ -49,9 +49,10 @@ pub fn render(text: &str, data: &Value) -> Result<String, TemplateError> {
     render_with(text, data, Keys::Required)
 }
 
-/// Render `text` with `data` as `.`, taking what it cannot evaluate as
-/// absent: a missing key is nil, an action that fails prints nothing, and an
-/// `if`, `with` or `range` whose pipeline fails takes no branch. For a first
+/// Render `text` with `data` as `.`, leaving out what it cannot evaluate:
+/// an action that fails (a missing key, a function given nothing) prints
+/// nothing, and an `if`, `with` or `range` whose pipeline fails takes no
+/// branch, not even `else`. For a first
 /// look at a file whose data is not all known yet (the environments, before
 /// the cluster's values that they declare). Syntax errors and the bounds on
 /// work and output still fail.
@@ -64,7 +65,7 @@ pub fn render_partial(text: &str, data: &Value) -> Result<String, TemplateError>
 pub enum Keys {
     /// An error (`missingkey=error`).
     Required,
-    /// Nil, and failed actions print nothing.
+    /// What needs a missing key is left out (see [`render_partial`]).
     Optional,
 }
 

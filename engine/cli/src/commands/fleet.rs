@@ -107,25 +107,23 @@ pub async fn scope(
     }
     let (declared, found) = declared(settings).await?;
     if settings.is_single() && found.is_empty() {
-        let declared_cluster = settings
-            .cluster
-            .as_ref()
-            .is_some_and(|c| declared.targets().any(|t| &t.name == c));
-        let one_cluster = settings.cluster.is_none()
-            && settings.environment.as_ref().is_some_and(|environment| {
-                declared
-                    .environments
-                    .get(environment)
-                    .is_none_or(|e| e.clusters.len() <= 1)
-            });
+        let one_cluster = settings.environment.as_ref().is_some_and(|environment| {
+            declared
+                .environments
+                .get(environment)
+                .is_none_or(|e| e.clusters.len() <= 1)
+        });
         // An unknown environment or cluster is reported by the ordinary run.
-        if declared_cluster || one_cluster || settings.cluster.is_some() {
+        if settings.cluster.is_some() || one_cluster {
             return Ok(Scope::One(Box::new(settings.clone())));
         }
     }
     let targets = selection.resolve(&declared)?;
     if let [only] = targets.as_slice() {
-        return Ok(Scope::One(Box::new(settings.for_target(only, &found))));
+        // One cluster prints as an ordinary run, without a `[cluster]` prefix.
+        let mut one = settings.for_target(only, &found);
+        one.label = None;
+        return Ok(Scope::One(Box::new(one)));
     }
     if settings.connect.context.is_some() || settings.connect.kubeconfig.is_some() {
         anyhow::bail!(
