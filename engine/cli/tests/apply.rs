@@ -1089,3 +1089,36 @@ fn a_release_into_a_namespace_nobody_creates_is_refused_before_any_write_until_c
     assert!(!exists(&cluster, &["configmap", "settings", "-n", "shop"]));
     assert!(exists(&cluster, &["namespace", "shop"]));
 }
+
+#[test]
+fn the_file_go_tazuna_init_writes_checks_applies_and_plans_with_nothing_to_do() {
+    let Some(cluster) = TestCluster::start("apply-empty") else {
+        return;
+    };
+    let dir =
+        common::project("apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests: []\n");
+    for args in [
+        &["check"][..],
+        &["build"],
+        &["apply"],
+        &["plan", "--detailed-exitcode"],
+        &["state", "drift"],
+        &["status"],
+        &["destroy", "--yes"],
+    ] {
+        let out = output(tazuna(&cluster, dir.path()).args(args));
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+    }
+    if let Some(requests) = cluster.requests_from("tazuna/") {
+        // Tazuna's own bookkeeping (namespace `tazuna`, its Lease and hash
+        // key) aside, nothing is written.
+        let writes: Vec<String> = requests
+            .iter()
+            .filter(|r| r.is_write())
+            .filter(|r| r.namespace.as_deref() != Some("tazuna"))
+            .filter(|r| !(r.resource == "namespaces" && r.name.as_deref() == Some("tazuna")))
+            .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
+            .collect();
+        assert_eq!(writes, Vec::<String>::new());
+    }
+}

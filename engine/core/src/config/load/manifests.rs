@@ -71,9 +71,8 @@ impl Expander<'_> {
             None | Some(Value::Null) => Err(ConfigError::NoManifests {
                 at: doc.key_span(&spec_path),
             }),
-            Some(Value::Sequence(items)) if items.is_empty() => Err(ConfigError::NoManifests {
-                at: doc.value_span(&path),
-            }),
+            // Go Tazuna's `tazuna init` writes `manifests: []`: a valid file
+            // with nothing to apply yet.
             Some(Value::Sequence(items)) => Ok(items),
             Some(other) => Err(ConfigError::WrongType {
                 field: path.to_string(),
