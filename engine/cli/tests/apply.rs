@@ -809,11 +809,34 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         "--from-literal=_metadata={\"gitCommitHash\":\"abc123\",\"lastSyncedAt\":\"2026-04-02T10:00:00Z\"}",
         "--from-literal=legacy____v1__ConfigMap__default__old-one={\"contentHash\":\"hash1\"}",
     ]));
+    // As Go Tazuna lists state: one line per resource.
     let list = succeed(tazuna(&cluster, dir.path()).args(["state", "list"]));
+    let rows: Vec<Vec<String>> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        ["MANIFEST", "RESOURCE", "NAMESPACE", "NAME"],
+        "{}",
+        text(&list)
+    );
+    assert_eq!(
+        rows[1],
+        ["legacy", "v1/ConfigMap", "default", "old-one"],
+        "{}",
+        text(&list)
+    );
     assert!(
         String::from_utf8_lossy(&list.stdout).contains("Go Tazuna state"),
         "{}",
         text(&list)
+    );
+    let manifests = succeed(tazuna(&cluster, dir.path()).args(["state", "list", "--manifests"]));
+    assert!(
+        String::from_utf8_lossy(&manifests.stdout).contains("legacy  1 objects"),
+        "{}",
+        text(&manifests)
     );
     let migrated = succeed(tazuna(&cluster, dir.path()).arg("apply"));
     // What existed already is configured, not created.

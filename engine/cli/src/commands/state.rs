@@ -14,8 +14,15 @@ use crate::settings::GlobalSettings;
 /// this file's stack.
 #[derive(Debug, Subcommand)]
 pub enum State {
-    /// List the manifests in state, with their object counts and when they were applied.
-    List,
+    /// List the objects in state, one line each: manifest, resource
+    /// (`apps/v1/Deployment`), namespace and name, as Go Tazuna lists them.
+    ///
+    /// `--manifests` lists the manifests instead, with their object counts
+    /// and when they were applied.
+    #[command(
+        after_help = "Examples:\n  tazuna state list\n  tazuna state list --manifests\n  tazuna state list -o json | jq '.[].objects | length'"
+    )]
+    List(List),
     /// Report what changed in the file since the last apply (with
     /// `--detailed-exitcode`, exit 2 on changes).
     ///
@@ -43,6 +50,14 @@ pub enum State {
         after_help = "Examples:\n  tazuna state forget argocd\n  tazuna state forget argocd/ConfigMap/argocd/argocd-cm"
     )]
     Forget(Forget),
+}
+
+/// `state list`.
+#[derive(Debug, Args)]
+pub struct List {
+    /// One line per manifest (object count, plugin, when and by which tazuna).
+    #[arg(long)]
+    manifests: bool,
 }
 
 /// `state diff`.
@@ -75,7 +90,7 @@ impl State {
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         super::runtime()?.block_on(async {
             match self {
-                State::List => list(settings).await,
+                State::List(args) => list(settings, args.manifests).await,
                 State::Diff(diff) => {
                     let code = report(
                         settings,
@@ -122,7 +137,7 @@ async fn report(
     })
 }
 
-async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+async fn list(settings: &GlobalSettings, manifests: bool) -> anyhow::Result<ExitCode> {
     let stack = super::open(settings, Writes::Persist)?;
     let connection = stack.connect(Access::Read).await?;
     let states = stack.states(&connection).await?;
@@ -137,6 +152,26 @@ async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
             stack.name()
         );
     }
+    if !manifests && !states.own.is_empty() {
+        let mut rows = vec![[
+            "MANIFEST".to_owned(),
+            "RESOURCE".to_owned(),
+            "NAMESPACE".to_owned(),
+            "NAME".to_owned(),
+        ]];
+        for stored in states.own.values() {
+            for entry in &stored.state.objects {
+                let object = entry.object();
+                rows.push([
+                    stored.state.manifest.clone(),
+                    format!("{}/{}", object.api_version(), object.kind),
+                    object.namespace.clone().unwrap_or_else(|| "-".to_owned()),
+                    object.name.clone(),
+                ]);
+            }
+        }
+        outln!("{}", crate::report::table(&rows));
+    }
     for stored in states.own.values() {
         let s = &stored.state;
         let origin = match (&stored.legacy, &s.stack) {
@@ -144,6 +179,20 @@ async fn list(settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
             (None, None) => "  (state from before stacks, adopted on next apply)",
             _ => "",
         };
+        if !manifests {
+            if !origin.is_empty() || s.incomplete {
+                outln!(
+                    "{}:{origin}{}",
+                    s.manifest,
+                    if s.incomplete {
+                        "  (last apply failed part way)"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            continue;
+        }
         outln!(
             "{}  {} objects  {} {}  applied {} by tazuna {}{}{}{origin}",
             s.manifest,
