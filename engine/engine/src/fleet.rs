@@ -9,10 +9,8 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
 use tazuna_core::config::{Fleet, OnFailure, Rollout, Target};
 use tazuna_core::hint::Hint;
 use tazuna_core::selector::Selector;
@@ -255,19 +253,22 @@ impl From<&Rollout> for Pace {
 }
 
 /// Run `each` on every cluster of `waves`, wave after wave, at most
-/// `pace.max_parallel` at once within a wave. After a failure no later wave
-/// starts; with [`OnFailure::Stop`] no other cluster of its wave starts
-/// either (those running finish). Results come in wave order, each wave in
-/// its clusters' order.
+/// `pace.max_parallel` at once within a wave, each cluster on a task of its
+/// own (a cluster that renders does not hold up another that waits). After a
+/// failure no later wave starts; with [`OnFailure::Stop`] no other cluster
+/// of its wave starts either (those running finish). Results come in wave
+/// order, each wave in its clusters' order.
 pub async fn run<T, E, F, Fut>(waves: &[Wave], pace: Pace, each: F) -> Vec<ClusterRun<T, E>>
 where
-    F: Fn(&Target) -> Fut,
-    Fut: Future<Output = Result<T, E>>,
+    F: Fn(Target) -> Fut,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Send + 'static,
 {
-    let failed = AtomicBool::new(false);
+    let mut failed = false;
     let mut runs = Vec::new();
     for wave in waves {
-        if failed.load(Ordering::SeqCst) {
+        if failed {
             runs.extend(
                 wave.targets
                     .iter()
@@ -275,35 +276,50 @@ where
             );
             continue;
         }
-        let started: futures::stream::BufferUnordered<_> =
-            futures::stream::iter(wave.targets.iter().enumerate().map(|(index, target)| {
-                let failed = &failed;
-                let each = &each;
-                async move {
-                    if failed.load(Ordering::SeqCst) && pace.on_failure == OnFailure::Stop {
-                        return (index, not_run(target, &wave.name));
-                    }
+        let mut done: Vec<Option<ClusterRun<T, E>>> = wave.targets.iter().map(|_| None).collect();
+        let mut running = tokio::task::JoinSet::new();
+        let mut next = 0;
+        loop {
+            while next < wave.targets.len()
+                && running.len() < pace.max_parallel.max(1)
+                && !(failed && pace.on_failure == OnFailure::Stop)
+            {
+                let future = each(wave.targets[next].clone());
+                let index = next;
+                running.spawn(async move {
                     let start = Instant::now();
-                    let verdict = match each(target).await {
-                        Ok(value) => Verdict::Done(value),
-                        Err(error) => {
-                            failed.store(true, Ordering::SeqCst);
-                            Verdict::Failed(error)
-                        }
-                    };
-                    let run = ClusterRun {
-                        target: target.clone(),
-                        wave: wave.name.clone(),
-                        verdict,
-                        duration: start.elapsed(),
-                    };
-                    (index, run)
+                    let result = future.await;
+                    (index, result, start.elapsed())
+                });
+                next += 1;
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
+            let (index, result, duration) = match joined {
+                Ok(finished) => finished,
+                // A cluster's run panicked: the panic is the bug to report.
+                Err(error) => std::panic::resume_unwind(error.into_panic()),
+            };
+            let verdict = match result {
+                Ok(value) => Verdict::Done(value),
+                Err(error) => {
+                    failed = true;
+                    Verdict::Failed(error)
                 }
-            }))
-            .buffer_unordered(pace.max_parallel.max(1));
-        let mut done: Vec<(usize, ClusterRun<T, E>)> = started.collect().await;
-        done.sort_by_key(|(index, _)| *index);
-        runs.extend(done.into_iter().map(|(_, run)| run));
+            };
+            done[index] = Some(ClusterRun {
+                target: wave.targets[index].clone(),
+                wave: wave.name.clone(),
+                verdict,
+                duration,
+            });
+        }
+        runs.extend(
+            done.into_iter()
+                .zip(&wave.targets)
+                .map(|(run, target)| run.unwrap_or_else(|| not_run(target, &wave.name))),
+        );
     }
     runs
 }
@@ -449,7 +465,7 @@ mod tests {
             let rollout = rollout(on_failure);
             let waves = waves(three(), &rollout).unwrap();
             let (calls, fail) = failing(fail);
-            let runs = run(&waves, Pace::from(&rollout), |t: &Target| {
+            let runs = run(&waves, Pace::from(&rollout), |t: Target| {
                 calls.lock().unwrap().push(t.name.clone());
                 let result = if t.name == fail { Err(()) } else { Ok(()) };
                 async move { result }

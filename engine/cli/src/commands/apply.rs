@@ -88,30 +88,35 @@ impl Apply {
         } else {
             Rebind::Refuse
         });
-        super::runtime()?.block_on(async {
+        super::runtime()?.block_on(async move {
             match fleet::scope(settings, &self.rollout, Order::Waves).await? {
                 Scope::One(one) => self.execute(&one, access).await,
                 Scope::Many(waves, pace, found) => {
                     let verb = self.verb();
-                    let this = &self;
+                    let this = std::sync::Arc::new(self);
                     fleet::run(
                         settings,
                         (waves, pace, found),
                         verb,
                         Changes::Succeed,
-                        |one| async move {
-                            let (ok, outcomes) = this.apply(&one, access).await?;
-                            if !ok {
-                                return Err(Reported.into());
+                        |one| {
+                            let this = this.clone();
+                            async move {
+                                let (ok, outcomes) = this.apply(&one, access).await?;
+                                if !ok {
+                                    return Err(Reported.into());
+                                }
+                                let changed = outcomes
+                                    .iter()
+                                    .map(|o| {
+                                        o.counts.created + o.counts.configured + o.counts.pruned
+                                    })
+                                    .sum();
+                                Ok(ClusterReport {
+                                    changed: Some(changed),
+                                    ..ClusterReport::default()
+                                })
                             }
-                            let changed = outcomes
-                                .iter()
-                                .map(|o| o.counts.created + o.counts.configured + o.counts.pruned)
-                                .sum();
-                            Ok(ClusterReport {
-                                changed: Some(changed),
-                                ..ClusterReport::default()
-                            })
                         },
                     )
                     .await

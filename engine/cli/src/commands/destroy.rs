@@ -49,7 +49,7 @@ pub struct Destroy {
 impl Destroy {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        super::runtime()?.block_on(async {
+        super::runtime()?.block_on(async move {
             match fleet::scope(settings, &self.rollout, Order::Waves).await? {
                 Scope::One(one) => self.destroy(&one).await.map(|_| ExitCode::SUCCESS),
                 Scope::Many(waves, pace, found) => {
@@ -59,18 +59,21 @@ impl Destroy {
                             waves.iter().map(|w| w.targets.len()).sum::<usize>()
                         );
                     }
-                    let this = &self;
+                    let this = std::sync::Arc::new(self);
                     fleet::run(
                         settings,
                         (waves, pace, found),
                         "destroy",
                         Changes::Succeed,
-                        |one| async move {
-                            let deleted = this.destroy(&one).await?;
-                            Ok(ClusterReport {
-                                changed: Some(deleted),
-                                ..ClusterReport::default()
-                            })
+                        |one| {
+                            let this = this.clone();
+                            async move {
+                                let deleted = this.destroy(&one).await?;
+                                Ok(ClusterReport {
+                                    changed: Some(deleted),
+                                    ..ClusterReport::default()
+                                })
+                            }
                         },
                     )
                     .await

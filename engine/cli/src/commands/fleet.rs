@@ -197,7 +197,7 @@ pub async fn run<F, Fut>(
 ) -> anyhow::Result<ExitCode>
 where
     F: Fn(GlobalSettings) -> Fut,
-    Fut: Future<Output = anyhow::Result<ClusterReport>>,
+    Fut: Future<Output = anyhow::Result<ClusterReport>> + Send + 'static,
 {
     let text = settings.output == OutputFormat::Text;
     if text {
@@ -213,11 +213,12 @@ where
         }
     }
     let runs = fleet::run(&waves, pace, |target| {
-        let settings = settings.for_target(target, &found);
-        let name = target.name.clone();
-        let result = each(settings.clone());
+        let settings = settings.for_target(&target, &found);
+        let color = settings.stderr_color;
+        let result = each(settings);
         async move {
             let result = result.await;
+            let name = &target.name;
             match &result {
                 Ok(report) if text && !report.text.is_empty() => {
                     let block: String = report
@@ -228,7 +229,7 @@ where
                     print!("{block}");
                 }
                 Err(error) => {
-                    if let Some(message) = failure::describe(error, settings.stderr_color) {
+                    if let Some(message) = failure::describe(error, color) {
                         let block: String =
                             message.lines().map(|l| format!("[{name}] {l}\n")).collect();
                         eprint!("{block}");

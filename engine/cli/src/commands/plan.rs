@@ -77,21 +77,19 @@ pub async fn report_on(
             )
         }
         Scope::Many(waves, pace, found) => {
-            fleet::run(
-                settings,
-                (waves, pace, found),
-                verb,
-                changes,
-                |one| async move {
+            let (verb_owned, empty) = (verb.to_owned(), empty.to_owned());
+            fleet::run(settings, (waves, pace, found), verb, changes, |one| {
+                let (verb, empty) = (verb_owned.clone(), empty.clone());
+                async move {
                     let report = compare(&one, question).await?;
                     Ok(ClusterReport {
                         changes: !report.changes.is_empty(),
                         changed: Some(report.changes.len()),
-                        text: text(&one, &report, verb, empty),
+                        text: text(&one, &report, &verb, &empty),
                         json: Some(serde_json::to_value(&report)?),
                     })
-                },
-            )
+                }
+            })
             .await
         }
     }

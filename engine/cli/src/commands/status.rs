@@ -33,7 +33,7 @@ pub struct Status {
 impl Status {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        super::runtime()?.block_on(async {
+        super::runtime()?.block_on(async move {
             let rollout = RolloutArgs::at_most(self.max_parallel);
             match fleet::scope(settings, &rollout, Order::Everywhere).await? {
                 Scope::One(one) => {
@@ -51,13 +51,16 @@ impl Status {
                     })
                 }
                 Scope::Many(waves, pace, found) => {
-                    let this = &self;
+                    let this = std::sync::Arc::new(self);
                     fleet::run(
                         settings,
                         (waves, pace, found),
                         "status",
                         Changes::Exit2,
-                        |one| async move { this.report(&one).await },
+                        |one| {
+                            let this = this.clone();
+                            async move { this.report(&one).await }
+                        },
                     )
                     .await
                 }
