@@ -1145,3 +1145,78 @@ fn the_file_go_tazuna_init_writes_checks_applies_and_plans_with_nothing_to_do() 
         assert_eq!(writes, Vec::<String>::new());
     }
 }
+
+/// Regression: layers were barriers. A manifest waited for unrelated
+/// manifests of its layer, and its `finished` event came when the whole
+/// layer ended.
+#[test]
+fn a_manifest_starts_when_its_own_dependencies_are_done_not_its_whole_layer() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("dag");
+    let ns = namespace.name();
+    let dir = common::project(&format!(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: slow
+      type: manifests
+      path: ./slow
+      namespace: {ns}
+      tests:
+        - type: WaitUntil
+          intervalSeconds: 1
+          minConsecutiveSuccessCount: 4
+          timeoutSeconds: 60
+          waitUntil:
+            resource: {{ apiVersion: v1, kind: ConfigMap }}
+            namespace: {ns}
+            name: slow
+            condition: "object.data.ready == 'yes'"
+    - name: fast
+      type: manifests
+      path: ./fast
+      namespace: {ns}
+    - name: after-fast
+      type: manifests
+      path: ./after-fast
+      namespace: {ns}
+      dependsOn: [fast]
+"#
+    ));
+    for name in ["slow", "fast", "after-fast"] {
+        common::write(
+            dir.path(),
+            &format!("{name}/cm.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  ready: \"yes\"\n"
+            ),
+        );
+    }
+    let out = output(tazuna(cluster, dir.path()).args(["apply", "-o", "json"]));
+    assert!(out.status.success(), "{}", text(&out));
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let at = |event: &str, manifest: &str| {
+        events
+            .iter()
+            .position(|e| e["event"] == event && e["manifest"] == manifest)
+            .unwrap_or_else(|| panic!("no `{event}` of `{manifest}` in {events:?}"))
+    };
+    // `slow` passes its test only after four checks a second apart; `fast`
+    // and `after-fast` are done long before.
+    assert!(
+        at("started", "after-fast") < at("finished", "slow"),
+        "after-fast waited for slow, which it does not depend on: {events:#?}"
+    );
+    assert!(at("finished", "fast") < at("started", "after-fast"));
+    assert!(at("finished", "after-fast") < at("finished", "slow"));
+    assert_eq!(
+        common::kubectl_json(cluster, &["get", "configmap", "after-fast", "-n", ns])["data"]["ready"],
+        "yes"
+    );
+}

@@ -447,90 +447,149 @@ impl Run<'_> {
         self.cluster.client()
     }
 
-    /// Apply `units` in `layers` (indices into `units`). `sequential` says the
-    /// layers come from declaration order alone, so a failure stops every
-    /// later manifest.
+    /// Apply `units` in dependency order: a manifest starts as soon as the
+    /// manifests it depends on (`dependsOn`, among `units`) have applied,
+    /// at most `manifests_at_once` at a time, and its `Finished` event comes
+    /// when it ends, not when its layer does. `layers` (indices into
+    /// `units`) gives the order in which ready manifests start and the
+    /// `Layer` events; `sequential` says the layers come from declaration
+    /// order alone, so each manifest waits for the one before it and a
+    /// failure stops every later manifest.
     pub async fn apply(
         &self,
         units: &[Unit<'_>],
         layers: &[Vec<usize>],
         sequential: bool,
     ) -> Vec<ManifestOutcome> {
+        use futures::StreamExt as _;
+
         let shared = Shared::new(units);
-        let mut outcomes: Vec<Option<ManifestOutcome>> = vec![None; units.len()];
-        let mut failed: HashSet<String> = HashSet::new();
-        let mut stop_all: Option<String> = None;
-        for (index, layer) in layers.iter().enumerate() {
-            self.observer.event(Event::Layer {
-                index: index + 1,
-                of: layers.len(),
-                manifests: layer
-                    .iter()
-                    .map(|&i| units[i].manifest.name.clone())
-                    .collect(),
-            });
-            let semaphore = tokio::sync::Semaphore::new(self.settings.manifests_at_once.max(1));
-            let runs = layer.iter().map(|&i| {
-                let unit = &units[i];
-                let blocked = stop_all.clone().or_else(|| {
-                    unit.manifest
+        let order: Vec<usize> = layers.iter().flatten().copied().collect();
+        let layer_of: HashMap<usize, usize> = layers
+            .iter()
+            .enumerate()
+            .flat_map(|(layer, members)| members.iter().map(move |&i| (i, layer)))
+            .collect();
+        let position: HashMap<&str, usize> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| (u.manifest.name.as_str(), i))
+            .collect();
+        // What each manifest waits for; a dependency outside this run (not
+        // selected) was applied before, or is not this run's to wait for.
+        let waits: Vec<Vec<usize>> = if sequential {
+            let mut waits = vec![Vec::new(); units.len()];
+            for pair in order.windows(2) {
+                waits[pair[1]].push(pair[0]);
+            }
+            waits
+        } else {
+            units
+                .iter()
+                .map(|u| {
+                    u.manifest
                         .depends_on
                         .iter()
-                        .find(|d| failed.contains(d.as_str()))
-                        .map(|d| format!("its dependency `{d}` did not apply"))
-                });
-                let semaphore = &semaphore;
-                let shared = &shared;
-                async move {
-                    let started = Instant::now();
+                        .filter_map(|d| position.get(d.as_str()).copied())
+                        .collect()
+                })
+                .collect()
+        };
+        let bound = self.settings.manifests_at_once.max(1);
+        let mut outcomes: Vec<Option<ManifestOutcome>> = vec![None; units.len()];
+        let mut started = vec![false; units.len()];
+        let mut announced = vec![false; layers.len()];
+        let mut stop_all: Option<String> = None;
+        let mut running = futures::stream::FuturesUnordered::new();
+        loop {
+            // Start what is ready, in layer order; a manifest whose
+            // dependency failed is skipped at once, which may unblock others.
+            let mut progressed = true;
+            while progressed {
+                progressed = false;
+                for &i in &order {
+                    if started[i] || !waits[i].iter().all(|&d| outcomes[d].is_some()) {
+                        continue;
+                    }
+                    let unit = &units[i];
+                    let blocked = stop_all.clone().or_else(|| {
+                        waits[i]
+                            .iter()
+                            .find(|&&d| {
+                                outcomes[d]
+                                    .as_ref()
+                                    .is_some_and(|o| o.outcome != Outcome::Applied)
+                            })
+                            .map(|&d| {
+                                format!("its dependency `{}` did not apply", units[d].manifest.name)
+                            })
+                    });
+                    if blocked.is_none() && running.len() >= bound {
+                        continue;
+                    }
+                    started[i] = true;
+                    progressed = true;
                     if let Some(reason) = blocked {
-                        return ManifestOutcome {
+                        let outcome = ManifestOutcome {
                             manifest: unit.manifest.name.clone(),
                             outcome: Outcome::Skipped(reason),
                             counts: Counts::default(),
                             elapsed: Duration::ZERO,
                         };
+                        self.observer.event(Event::Finished(outcome.clone()));
+                        outcomes[i] = Some(outcome);
+                        continue;
                     }
-                    let _permit = semaphore
-                        .acquire()
-                        .await
-                        .expect("semaphore is never closed");
-                    let mut counts = Counts::default();
-                    let outcome = match &unit.rendered {
-                        Err(failure) => Outcome::Failed(failure.clone()),
-                        Ok(rendered) => match self
-                            .apply_manifest(unit, rendered, shared, &mut counts)
-                            .await
-                        {
-                            Ok(()) => Outcome::Applied,
-                            Err(error) => Outcome::Failed(Failure::of(&error)),
-                        },
-                    };
-                    ManifestOutcome {
-                        manifest: unit.manifest.name.clone(),
-                        outcome,
-                        counts,
-                        elapsed: started.elapsed(),
+                    let layer = layer_of.get(&i).copied().unwrap_or_default();
+                    if !announced[layer] {
+                        announced[layer] = true;
+                        self.observer.event(Event::Layer {
+                            index: layer + 1,
+                            of: layers.len(),
+                            manifests: layers[layer]
+                                .iter()
+                                .map(|&m| units[m].manifest.name.clone())
+                                .collect(),
+                        });
                     }
+                    let shared = &shared;
+                    running.push(async move {
+                        let began = Instant::now();
+                        let mut counts = Counts::default();
+                        let outcome = match &unit.rendered {
+                            Err(failure) => Outcome::Failed(failure.clone()),
+                            Ok(rendered) => match self
+                                .apply_manifest(unit, rendered, shared, &mut counts)
+                                .await
+                            {
+                                Ok(()) => Outcome::Applied,
+                                Err(error) => Outcome::Failed(Failure::of(&error)),
+                            },
+                        };
+                        let outcome = ManifestOutcome {
+                            manifest: unit.manifest.name.clone(),
+                            outcome,
+                            counts,
+                            elapsed: began.elapsed(),
+                        };
+                        (i, outcome)
+                    });
                 }
-            });
-            let results = futures::future::join_all(runs).await;
-            for (&i, outcome) in layer.iter().zip(results) {
-                if outcome.outcome == Outcome::Applied {
-                    shared
-                        .applied
-                        .lock()
-                        .expect("applied lock")
-                        .insert(outcome.manifest.clone());
-                } else {
-                    failed.insert(outcome.manifest.clone());
-                    if sequential && stop_all.is_none() {
-                        stop_all = Some(format!("`{}` before it did not apply", outcome.manifest));
-                    }
-                }
-                self.observer.event(Event::Finished(outcome.clone()));
-                outcomes[i] = Some(outcome);
             }
+            let Some((i, outcome)) = running.next().await else {
+                break;
+            };
+            if outcome.outcome == Outcome::Applied {
+                shared
+                    .applied
+                    .lock()
+                    .expect("applied lock")
+                    .insert(outcome.manifest.clone());
+            } else if sequential && stop_all.is_none() {
+                stop_all = Some(format!("`{}` before it did not apply", outcome.manifest));
+            }
+            self.observer.event(Event::Finished(outcome.clone()));
+            outcomes[i] = Some(outcome);
         }
         outcomes.into_iter().flatten().collect()
     }

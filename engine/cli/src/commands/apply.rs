@@ -17,7 +17,8 @@ use crate::settings::GlobalSettings;
 
 /// Apply every selected manifest to the cluster, in dependency order.
 ///
-/// Manifests are rendered in sandboxes, then applied layer by layer with
+/// Manifests are rendered in sandboxes, then applied in dependency order
+/// (each as soon as its `dependsOn` have applied) with
 /// server-side apply (field manager `tazuna`). Inside a manifest, Namespaces
 /// and CRDs go first; CRDs are waited for until `Established`. Each manifest
 /// then waits for its objects to be ready and runs its tests; only then is its
@@ -68,7 +69,7 @@ pub struct Apply {
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     lock_timeout: u64,
 
-    /// Manifests of one layer applied at once.
+    /// Manifests applied at once (each starts when its `dependsOn` are done).
     #[arg(long, value_name = "N", default_value_t = 4)]
     concurrency: usize,
 
