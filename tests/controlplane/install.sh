@@ -6,7 +6,8 @@
 #     PATH, only when missing;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
-#     live under ~/.cache/tazuna-dev/go/ so that rebuilds after a pin change are fast).
+#     live under ~/.cache/tazuna-dev/go/ and are removed after a build, to leave the
+#     disk to the Rust build; TAZUNA_DEV_KEEP_GO_CACHE=1 keeps them).
 #
 # Usage:
 #   tests/controlplane/install.sh           install what is missing, print where it is
@@ -160,6 +161,7 @@ fi
 # --- Builds ------------------------------------------------------------------------
 mkdir -p "$BIN"
 failed=()
+built_any=0
 
 # build NAME VERSION MODULE_DIR LDFLAGS PACKAGE...: builds into $BIN/NAME-VERSION/ unless
 # that directory exists. Builds go to a temporary directory renamed at the end, so an
@@ -175,6 +177,7 @@ build() {
   rm -rf "$tmp"
   mkdir -p "$tmp"
   log "building $name $version ($*)"
+  built_any=1
   local start=$SECONDS
   if (cd "$dir" && nice -n 15 "$GO" build -mod=readonly -p 2 -trimpath \
         -ldflags="-s -w $ldflags" -o "$tmp/" "$@") >"$tmp.log" 2>&1; then
@@ -182,6 +185,8 @@ build() {
     mv "$tmp" "$dest"
     rm -f "$tmp.log"
     log "built $name $version in $((SECONDS - start))s"
+    # Each build's objects are several GB and never reused (see below).
+    [ "${TAZUNA_DEV_KEEP_GO_CACHE:-0}" = 1 ] || "$GO" clean -cache >/dev/null 2>&1 || true
   else
     log "FAILED to build $name $version; the last lines of the log:"
     tail -n 20 "$tmp.log" >&2
@@ -239,6 +244,7 @@ copy_cluster_api_crds() {
     failed+=("cluster-api")
     return 0
   fi
+  built_any=1
   mkdir -p "$dest.tmp.$$"
   cp "$crd" "$dest.tmp.$$/"
   chmod -R u+w "$dest.tmp.$$"
@@ -246,6 +252,16 @@ copy_cluster_api_crds() {
   log "copied the Cluster API CRDs $CLUSTER_API_VERSION"
 }
 copy_cluster_api_crds
+
+# The binaries are cached by version and never rebuilt, so Go's build and module
+# caches only take disk (several GB for Kubernetes) from the Rust build that comes
+# next. TAZUNA_DEV_KEEP_GO_CACHE=1 keeps them (faster pin bumps).
+if [ "$built_any" = 1 ] && [ "${TAZUNA_DEV_KEEP_GO_CACHE:-0}" != 1 ]; then
+  log "removing Go's build and module caches ($(du -sh "$CACHE/go" 2>/dev/null | cut -f1)); the binaries stay in $BIN"
+  "$GO" clean -cache >/dev/null 2>&1 || true
+  "$GO" clean -modcache >/dev/null 2>&1 || true
+  rm -rf "$CACHE/go"
+fi
 
 # --- Report ------------------------------------------------------------------------
 echo "tazuna test assets (cache $BIN):"

@@ -84,10 +84,27 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     let started = std::time::Instant::now();
     f().with_context(|| format!("step `{name}` failed"))?;
     eprintln!(
-        "==> {name}: done in {:.1}s",
-        started.elapsed().as_secs_f64()
+        "==> {name}: done in {:.1}s{}",
+        started.elapsed().as_secs_f64(),
+        free_disk().map(|free| format!(" ({free} free)")).unwrap_or_default()
     );
     Ok(())
+}
+
+/// The free space of the disk the workspace is on, as `df -h` prints it (a
+/// CI run that fails for disk shows where the space went).
+fn free_disk() -> Option<String> {
+    let output = Command::new("df")
+        .args(["-P", "-h"])
+        .arg(root())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.lines()
+        .nth(1)?
+        .split_whitespace()
+        .nth(3)
+        .map(str::to_owned)
 }
 
 /// Run `command` in the foreground; an error if it cannot start or fails.

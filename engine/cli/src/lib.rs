@@ -25,8 +25,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, build, check, clusters, compare, completions, destroy, init, plan, plugin, schema,
-    state, status, tags, test, verify, version,
+    apply, build, chart, check, clusters, compare, completions, destroy, genesis, init, plan,
+    plugin, schema, state, status, tags, test, verify, version,
 };
 use crate::settings::{GlobalArgs, GlobalSettings};
 
@@ -67,6 +67,10 @@ enum Command {
     Verify(verify::Verify),
     Tags(tags::Tags),
     #[command(subcommand)]
+    Chart(chart::Chart),
+    #[command(name = "secret-to-genesissecret")]
+    SecretToGenesisSecret(genesis::SecretToGenesisSecret),
+    #[command(subcommand)]
     Plugin(plugin::Plugin),
     Schema(schema::Schema),
     Version(version::Version),
@@ -100,6 +104,8 @@ pub fn run() -> ExitCode {
         Command::Test(cmd) => cmd.run(&settings),
         Command::Verify(cmd) => cmd.run(&settings),
         Command::Tags(cmd) => cmd.run(&settings),
+        Command::Chart(cmd) => cmd.run(&settings),
+        Command::SecretToGenesisSecret(cmd) => cmd.run(&settings),
         Command::Plugin(cmd) => cmd.run(&settings),
         Command::Schema(cmd) => cmd.run(&settings),
         Command::Version(cmd) => cmd.run(&settings),

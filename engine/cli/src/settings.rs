@@ -230,6 +230,7 @@ impl GlobalSettings {
             host: HostSettings {
                 limits,
                 cache_dir: cache_dir(),
+                offline: false,
             },
             connect: ConnectOptions {
                 kubeconfig: args.kubeconfig.clone(),

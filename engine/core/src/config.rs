@@ -25,7 +25,7 @@ mod source;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use error::{ConfigError, Location, Span};
+pub use error::{ConfigError, Edit, Location, Span, Warning};
 pub use model::{
     Check, Cluster, ClusterApi, ContextRule, Environment, ExistNonExist, LoadBalancers, Manifest,
     MatchMode, OnFailure, Plugin, PluginSource, Provider, ResourceType, Rollout, Spec, Target,
@@ -108,6 +108,9 @@ pub struct Config {
     pub target: Option<Target>,
     /// Every file read: the root first, then included files in order.
     pub files: Vec<PathBuf>,
+    /// What the file may do but should not (names with spaces): a run
+    /// prints them, `tazuna check` refuses them.
+    pub warnings: Vec<Warning>,
     /// Where each manifest's `type` is, for [`Config::check_types`].
     type_spans: Vec<Span>,
 }
@@ -274,4 +277,62 @@ pub fn json_schema() -> serde_json::Value {
         .into_generator()
         .into_root_schema_for::<raw::RawRoot>();
     schema.to_value()
+}
+
+/// Apply the edits of `warnings` to their files (`tazuna check --fix`);
+/// returns each file changed with its number of edits.
+///
+/// An edit is made only where the file still holds the old value at its
+/// line and column (bare or quoted); one that does not (the file changed,
+/// or a template moved the text) is an error naming where, and no file is
+/// written.
+pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, String> {
+    let mut by_file: BTreeMap<&Path, Vec<&Edit>> = BTreeMap::new();
+    for edit in warnings.iter().flat_map(|w| &w.edits) {
+        by_file
+            .entry(edit.at.location.file.as_path())
+            .or_default()
+            .push(edit);
+    }
+    let mut fixed = Vec::new();
+    for (file, mut edits) in by_file {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
+        let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
+        // Right to left, so an edit never moves the columns of the next.
+        edits.sort_by_key(|e| std::cmp::Reverse((e.at.location.line, e.at.location.column)));
+        edits.dedup_by_key(|e| (e.at.location.line, e.at.location.column));
+        for edit in &edits {
+            let at = &edit.at.location;
+            let line = lines
+                .get_mut(at.line - 1)
+                .ok_or_else(|| format!("{at}: the file has no such line; run `tazuna check` again"))?;
+            let start = line
+                .char_indices()
+                .nth(at.column - 1)
+                .map(|(i, _)| i)
+                .unwrap_or(line.len());
+            let rest = &line[start..];
+            let found = [
+                edit.from.clone(),
+                format!("\"{}\"", edit.from),
+                format!("'{}'", edit.from),
+            ]
+            .into_iter()
+            .find(|spelling| rest.starts_with(spelling.as_str()))
+            .ok_or_else(|| {
+                format!(
+                    "{at}: expected `{}` there, found `{}`; fix it by hand (the file may be a template)",
+                    edit.from,
+                    rest.chars().take(40).collect::<String>()
+                )
+            })?;
+            line.replace_range(start..start + found.len(), &edit.to);
+        }
+        fixed.push((file.to_owned(), edits.len(), lines.join("\n")));
+    }
+    for (file, _, text) in &fixed {
+        std::fs::write(file, text).map_err(|e| format!("cannot write `{}`: {e}", file.display()))?;
+    }
+    Ok(fixed.into_iter().map(|(file, n, _)| (file, n)).collect())
 }

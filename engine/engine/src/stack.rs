@@ -226,6 +226,8 @@ pub struct ApplyOptions {
     pub manifests_at_once: usize,
     /// Requests in flight per manifest.
     pub requests_at_once: usize,
+    /// Send every object, even those unchanged (`--sync`).
+    pub resend: bool,
 }
 
 impl Default for ApplyOptions {
@@ -238,6 +240,7 @@ impl Default for ApplyOptions {
             lock_timeout: Duration::from_secs(60),
             manifests_at_once: 4,
             requests_at_once: 32,
+            resend: false,
         }
     }
 }
@@ -753,6 +756,7 @@ impl Stack {
             mode: options.mode,
             manifests_at_once: options.manifests_at_once,
             requests_at_once: options.requests_at_once,
+            resend: options.resend,
             git_commit: git_commit(&self.config.dir),
             tazuna_version: crate::VERSION.to_owned(),
             run_spec_tests: self.options.tags.is_empty(),
@@ -1126,6 +1130,69 @@ impl Stack {
     }
 }
 
+impl Stack {
+    /// Go Tazuna's `state sync`: drop from this stack's state the objects
+    /// that are gone from the cluster (deleted by hand, or with a CRD that
+    /// went away), so that plan, prune and destroy stop counting them. A Job
+    /// removed by its TTL stays: it finished, it is not lost. With
+    /// `dry_run`, only reports. Returns each dropped object with its manifest.
+    pub async fn sync_state(
+        &self,
+        connection: &Connection,
+        dry_run: bool,
+    ) -> Result<Vec<(String, tazuna_core::inventory::ObjectRef)>, RunError> {
+        let guard = connection
+            .store
+            .lock(&holder_identity(), Duration::from_secs(60))
+            .await?;
+        let result = self.sync_state_locked(connection, dry_run).await;
+        guard.release().await;
+        result
+    }
+
+    async fn sync_state_locked(
+        &self,
+        connection: &Connection,
+        dry_run: bool,
+    ) -> Result<Vec<(String, tazuna_core::inventory::ObjectRef)>, RunError> {
+        let states = self.states(connection).await?;
+        let mut live = tazuna_kube::live::LiveIndex::metadata(&connection.cluster);
+        let mut dropped = Vec::new();
+        for stored in states.own.values() {
+            let mut kept = Vec::with_capacity(stored.state.objects.len());
+            let mut gone = Vec::new();
+            for entry in &stored.state.objects {
+                let object = entry.object();
+                let exists = match connection.cluster.resolve(&object) {
+                    // Its kind is served no more: nothing of it exists.
+                    None => false,
+                    Some(resolved) => live
+                        .get(&object, &resolved)
+                        .await
+                        .map_err(RunError::Read)?
+                        .is_some(),
+                };
+                if exists || entry.removed_when_done {
+                    kept.push(entry.clone());
+                } else {
+                    gone.push(object);
+                }
+            }
+            if gone.is_empty() {
+                continue;
+            }
+            if !dry_run {
+                let mut state = stored.state.clone();
+                state.objects = kept;
+                state.stack = Some(self.name().to_owned());
+                connection.store.save(&state, Some(stored)).await?;
+            }
+            dropped.extend(gone.into_iter().map(|o| (stored.state.manifest.clone(), o)));
+        }
+        Ok(dropped)
+    }
+}
+
 /// Load the plugins `wanted` names (see [`Stack::plugin_set`]); a free
 /// function so that the secret-resolver loader can call it without the stack.
 fn load_plugin_set(
@@ -1137,6 +1204,10 @@ fn load_plugin_set(
     wanted: &[(&str, Role)],
     resolve: Resolve,
 ) -> Result<PluginSet, RunError> {
+    let resolve = match resolve {
+        Resolve::Pinned if host_settings.offline => Resolve::Offline,
+        other => other,
+    };
     let declared = &config.spec.plugins;
     let needs_oci = declared.iter().any(|d| {
         matches!(d.source, PluginSource::Oci { .. })
@@ -1185,6 +1256,7 @@ fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
         mode: Mode::Apply,
         manifests_at_once: 1,
         requests_at_once: 32,
+        resend: false,
         git_commit: None,
         tazuna_version: crate::VERSION.to_owned(),
         run_spec_tests: false,

@@ -131,6 +131,9 @@ pub struct ApplySettings {
     pub manifests_at_once: usize,
     /// Requests in flight per manifest.
     pub requests_at_once: usize,
+    /// Send every object, even those unchanged in intent and live
+    /// (`--sync`, as `helmfile sync` is to `helmfile apply`).
+    pub resend: bool,
     /// The git commit of the config, recorded in state.
     pub git_commit: Option<String>,
     /// The tazuna version, recorded in state.
@@ -1140,6 +1143,7 @@ impl Run<'_> {
             };
             let before = prior.get(&item.object);
             if let Some(entry) = before
+                && !self.settings.resend
                 && entry.hash == item.hash
                 && entry.fields.is_some()
                 && current.as_ref().is_some_and(|live| *live == entry.fields)

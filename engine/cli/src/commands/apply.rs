@@ -77,6 +77,14 @@ pub struct Apply {
     #[arg(long, value_name = "N", default_value_t = 32)]
     requests: usize,
 
+    /// Send every object, even those unchanged since the last apply and
+    /// live (Go Tazuna's `--sync`, as `helmfile sync` is to `helmfile apply`).
+    #[arg(long)]
+    sync: bool,
+
+    #[command(flatten)]
+    sources: super::SourceArgs,
+
     #[command(flatten)]
     rollout: RolloutArgs,
 }
@@ -84,6 +92,7 @@ pub struct Apply {
 impl Apply {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+        let settings = &self.sources.settings(settings);
         let access = Access::Write(if self.rebind {
             Rebind::Rebind
         } else {
@@ -146,6 +155,8 @@ impl Apply {
             lock_timeout: 60,
             concurrency: 4,
             requests: 32,
+            sync: false,
+            sources: super::SourceArgs::default(),
             rollout: RolloutArgs::defaults(),
         }
     }
@@ -176,6 +187,7 @@ impl Apply {
             lock_timeout: Duration::from_secs(self.lock_timeout),
             manifests_at_once: self.concurrency,
             requests_at_once: self.requests,
+            resend: self.sync,
         }
     }
 

@@ -28,11 +28,15 @@ pub struct Build {
     /// Render at most this many manifests at once (default: one per CPU).
     #[arg(long, value_name = "N", default_value_t = 0)]
     concurrency: usize,
+
+    #[command(flatten)]
+    sources: super::SourceArgs,
 }
 
 impl Build {
     /// Render and print.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+        let settings = &self.sources.settings(settings);
         let stack = super::open(settings, Writes::Persist)?;
         let ordered = stack.ordered()?;
         let (host, plugins) = stack.source_plugins(&ordered)?;

@@ -22,16 +22,33 @@ use crate::settings::GlobalSettings;
 /// has a plugin and its `path` exists, asks each plugin to validate its
 /// manifest's config, and loads the secret-resolver plugins providers name.
 /// Errors point at the file, line and column.
+///
+/// Manifest names with spaces load elsewhere with a warning, as in Go
+/// Tazuna, and are errors here; `--fix` renames them (spaces become `-`),
+/// with every `dependsOn` that names them, in place.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  tazuna check\n  tazuna check -f clusters/production/tazuna.yaml -e production"
+    after_help = "Examples:\n  tazuna check\n  tazuna check --fix\n  tazuna check -f clusters/production/tazuna.yaml -e production"
 )]
-pub struct Check {}
+pub struct Check {
+    /// Rewrite what can be fixed mechanically (manifest names with spaces,
+    /// and the `dependsOn` naming them) in the files, then check again.
+    #[arg(long)]
+    fix: bool,
+}
 
 impl Check {
     /// Validate and report.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let stack = super::open(settings, Writes::Persist)?;
+        let mut stack = super::open_quietly(settings, Writes::Persist)?;
+        if self.fix && !stack.config().warnings.is_empty() {
+            let fixed = tazuna_core::config::fix(&stack.config().warnings)
+                .map_err(|message| anyhow::anyhow!("cannot fix: {message}"))?;
+            for (file, edits) in fixed {
+                eprintln!("fixed {edits} names in {}", file.display());
+            }
+            stack = super::open_quietly(settings, Writes::Persist)?;
+        }
         let config = stack.config();
         let manifests: Vec<_> = config.manifests.iter().collect();
         let (host, plugins) = stack.source_plugins(&manifests)?;
@@ -46,7 +63,18 @@ impl Check {
             stack.plugin_set(&host, &resolvers, Resolve::Pinned)?;
         }
 
-        let mut problems = Vec::new();
+        let mut problems: Vec<String> = config
+            .warnings
+            .iter()
+            .map(|w| {
+                let hint = if w.edits.is_empty() {
+                    w.hint.clone()
+                } else {
+                    w.hint.replace("`tazuna check --fix`", "`--fix`")
+                };
+                format!("error: {}\n  --> {}\nhint: {hint}", w.message, w.at.location)
+            })
+            .collect();
         for manifest in &manifests {
             let at = format!(
                 "{}:{}:{}",

@@ -23,14 +23,24 @@ use crate::settings::GlobalSettings;
 /// annotated `tazuna.dev/prune: disabled`, and objects Tazuna no longer
 /// manages, are left alone. The context guard must pass, and it asks for
 /// confirmation unless `--yes` is given.
+///
+/// Go Tazuna's guard works too: where `TAZUNA_DESTROY_EXECUTABLE` is set to
+/// anything but `true` (a production runner, say), destroy refuses to run;
+/// Go's `--force` confirms like `--yes`, and only where
+/// `TAZUNA_DESTROY_EXECUTABLE=true` is set.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  tazuna destroy --context kind-ci --yes\n  tazuna destroy -t addons"
+    after_help = "Examples:\n  tazuna destroy --context kind-ci --yes\n  tazuna destroy -t addons\n  TAZUNA_DESTROY_EXECUTABLE=true tazuna destroy --force   # Go Tazuna's spelling"
 )]
 pub struct Destroy {
     /// Do not ask for confirmation (for CI).
     #[arg(long, short = 'y')]
     yes: bool,
+
+    /// Go Tazuna's confirmation: as `--yes`, and only where the environment
+    /// sets `TAZUNA_DESTROY_EXECUTABLE=true`.
+    #[arg(long)]
+    force: bool,
 
     /// How long to wait for another run's lock on the cluster, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
@@ -46,9 +56,30 @@ pub struct Destroy {
     rollout: RolloutArgs,
 }
 
+/// Go Tazuna's environment guard on destroy.
+const DESTROY_GUARD: &str = "TAZUNA_DESTROY_EXECUTABLE";
+
+/// Whether the environment lets destroy run: a guard set to anything but
+/// `true` forbids it, and `--force` needs it set to `true`.
+fn guard_allows(guard: Option<&str>, force: bool) -> anyhow::Result<()> {
+    match guard {
+        Some("true") => Ok(()),
+        Some(other) => bail!(
+            "destroy is forbidden here: {DESTROY_GUARD} is `{other}`\nhint: this environment guards against destroy; set {DESTROY_GUARD}=true where destroying is intended"
+        ),
+        None if force => bail!(
+            "`--force` destroys only where {DESTROY_GUARD}=true is set, as in Go Tazuna\nhint: set {DESTROY_GUARD}=true for this run, or confirm with `--yes`"
+        ),
+        None => Ok(()),
+    }
+}
+
 impl Destroy {
     /// Run it.
-    pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+    pub fn run(mut self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+        let guard = std::env::var(DESTROY_GUARD).ok();
+        self.yes |= self.force;
+        guard_allows(guard.as_deref(), self.force)?;
         super::runtime()?.block_on(async move {
             match fleet::scope(settings, &self.rollout, Order::Waves).await? {
                 Scope::One(one) => self.destroy(&one).await.map(|_| ExitCode::SUCCESS),
@@ -142,5 +173,23 @@ impl Destroy {
             return Err(Reported.into());
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::guard_allows;
+
+    #[test]
+    fn the_environment_guard_works_as_in_go_tazuna() {
+        assert!(guard_allows(None, false).is_ok());
+        assert!(guard_allows(Some("true"), true).is_ok());
+        assert!(guard_allows(Some("true"), false).is_ok());
+        let forced = guard_allows(None, true).unwrap_err().to_string();
+        assert!(forced.contains("TAZUNA_DESTROY_EXECUTABLE=true"), "{forced}");
+        for value in ["false", "", "1", "TRUE"] {
+            let refused = guard_allows(Some(value), false).unwrap_err().to_string();
+            assert!(refused.contains("forbidden"), "{value}: {refused}");
+        }
     }
 }

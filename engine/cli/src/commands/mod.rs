@@ -3,12 +3,14 @@
 
 pub mod apply;
 pub mod build;
+pub mod chart;
 pub mod check;
 pub mod clusters;
 pub mod compare;
 pub mod completions;
 pub mod destroy;
 pub mod fleet;
+pub mod genesis;
 pub mod init;
 pub mod plan;
 pub mod plugin;
@@ -27,10 +29,54 @@ use tazuna_engine::stack::{Notices, Stack, StackOptions, Writes};
 
 use crate::settings::GlobalSettings;
 
+/// How renders reach plugins and the network (`apply`, `build`, `plan`).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct SourceArgs {
+    /// Use no cache: plugins are pulled and compiled afresh, and nothing is
+    /// written to Tazuna's cache directory.
+    #[arg(long)]
+    no_cache: bool,
+
+    /// Reach no network to render: OCI plugins come from the cache by their
+    /// pins, and the tools plugins run get no network, so a chart or
+    /// artifact that is not local fails its manifest.
+    #[arg(long)]
+    offline: bool,
+}
+
+impl SourceArgs {
+    /// `settings` with these flags applied.
+    pub fn settings(&self, settings: &GlobalSettings) -> GlobalSettings {
+        let mut settings = settings.clone();
+        if self.no_cache {
+            settings.host.cache_dir = None;
+        }
+        settings.host.offline |= self.offline;
+        settings
+    }
+}
+
 /// Open the file the settings name as a stack: validated, every manifest's
 /// `type` with a plugin. With [`Writes::Discard`], nothing the run does is
 /// written to `tazuna.lock`.
 pub fn open(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> {
+    let stack = open_quietly(settings, writes)?;
+    let notices = notices(settings);
+    for warning in &stack.config().warnings {
+        notices(&crate::failure::paint(
+            &format!(
+                "warning: {}\n  --> {}\nhint: {}",
+                warning.message, warning.at.location, warning.hint
+            ),
+            settings.stderr_color,
+        ));
+    }
+    Ok(stack)
+}
+
+/// [`open`] without printing the file's warnings (`tazuna check` reports
+/// them as errors).
+pub fn open_quietly(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> {
     if !settings.is_single() {
         anyhow::bail!(
             "this command runs on one cluster, and the flags select several\nhint: select one with `-e <environment>` or `--cluster <name>`; `apply`, `plan`, `status`, `state drift` and `destroy` run on several"

@@ -50,6 +50,26 @@ pub enum State {
         after_help = "Examples:\n  tazuna state forget argocd\n  tazuna state forget argocd/ConfigMap/argocd/argocd-cm"
     )]
     Forget(Forget),
+    /// Drop from the state the objects that are gone from the cluster (Go
+    /// Tazuna's `state sync`).
+    ///
+    /// An object deleted by hand, or with a CRD that went away, stays in
+    /// state until this runs: plan counts it, prune and destroy try to delete
+    /// it. `state sync` reads every recorded object live (one list call per
+    /// kind and namespace) and forgets those that are gone; a Job its TTL
+    /// removed stays, so apply does not run it again. Nothing live changes.
+    #[command(
+        after_help = "Examples:\n  tazuna state sync --dry-run\n  tazuna state sync -o json | jq -r '.dropped[].name'"
+    )]
+    Sync(Sync),
+}
+
+/// `state sync`.
+#[derive(Debug, Args)]
+pub struct Sync {
+    /// Report what would be dropped, and write nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// `state list`.
@@ -116,6 +136,7 @@ impl State {
                     .await
                 }
                 State::Forget(forget) => forget.run(settings).await,
+                State::Sync(sync) => sync.run(settings).await,
             }
         })
     }
@@ -237,6 +258,42 @@ impl Forget {
             .await?;
         let said = stack.forget(&connection, &self.target).await?;
         outln!("{said}");
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+impl Sync {
+    async fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+        let stack = super::open(settings, Writes::Persist)?;
+        let connection = stack
+            .connect(Access::Write(tazuna_engine::guard::Rebind::Refuse))
+            .await?;
+        let dropped = stack.sync_state(&connection, self.dry_run).await?;
+        match settings.output {
+            OutputFormat::Json => outln!(
+                "{}",
+                serde_json::json!({
+                    "dryRun": self.dry_run,
+                    "dropped": dropped.iter().map(|(manifest, object)| serde_json::json!({
+                        "manifest": manifest,
+                        "apiVersion": object.api_version(),
+                        "kind": object.kind,
+                        "namespace": object.namespace,
+                        "name": object.name,
+                    })).collect::<Vec<_>>(),
+                })
+            ),
+            OutputFormat::Text => {
+                for (manifest, object) in &dropped {
+                    outln!("{manifest}\t{}/{}\t{}\t{}", object.api_version(), object.kind, object.namespace.as_deref().unwrap_or(""), object.name);
+                }
+                let verb = if self.dry_run { "would drop" } else { "dropped" };
+                match dropped.len() {
+                    0 => outln!("state is in sync: every recorded object exists"),
+                    n => outln!("{verb} {n} object(s) gone from the cluster from the state"),
+                }
+            }
+        }
         Ok(ExitCode::SUCCESS)
     }
 }

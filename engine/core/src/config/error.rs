@@ -37,6 +37,31 @@ pub struct Span {
     pub source_line: std::sync::Arc<str>,
 }
 
+/// Something a file may do but should not: the run goes on, `tazuna check`
+/// refuses it, and `tazuna check --fix` applies [`Warning::edits`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// What is wrong.
+    pub message: String,
+    /// What to do about it.
+    pub hint: String,
+    /// Where it is.
+    pub at: Span,
+    /// The text edits that fix it; empty when it needs a person.
+    pub edits: Vec<Edit>,
+}
+
+/// Replace the scalar at `at` (`from`, possibly quoted) with `to`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    /// Where the scalar is.
+    pub at: Span,
+    /// Its value now.
+    pub from: String,
+    /// Its value after the fix.
+    pub to: String,
+}
+
 /// Why a `tazuna.yaml` could not be loaded or used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -514,10 +539,10 @@ impl ConfigError {
     /// hint: did you mean `name`?
     /// ```
     pub fn render(&self) -> String {
-        let mut out = format!("error: {self}\n");
+        let mut out = clip_lines(&format!("error: {self}"));
         let mut cause = std::error::Error::source(self);
         while let Some(err) = cause {
-            let _ = writeln!(out, "  caused by: {err}");
+            out.push_str(&clip_lines(&format!("  caused by: {err}")));
             cause = err.source();
         }
         match self.span() {
@@ -529,10 +554,28 @@ impl ConfigError {
             }
         }
         if let Some(hint) = self.hint() {
-            let _ = writeln!(out, "hint: {hint}");
+            out.push_str(&clip_lines(&format!("hint: {hint}")));
         }
         out
     }
+}
+
+/// The most characters of a message line [`ConfigError::render`] shows: a
+/// name or value from the file may be any length.
+const MESSAGE_CHARS: usize = 300;
+
+/// `text` with every line cut to [`MESSAGE_CHARS`], each ending in `\n`.
+fn clip_lines(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if line.chars().count() <= MESSAGE_CHARS {
+                format!("{line}\n")
+            } else {
+                let kept: String = line.chars().take(MESSAGE_CHARS).collect();
+                format!("{kept}…\n")
+            }
+        })
+        .collect()
 }
 
 /// The most characters of a source line an excerpt shows.

@@ -29,7 +29,7 @@ pub async fn fetch(
     let declared_source = format!("oci://{reference}");
     let constraint = plugin.version.as_ref().map(ToString::to_string);
     let grants = grants_hash(&plugin.grants);
-    if let (Some(pin), Resolve::Pinned) = (pin, resolve) {
+    if let (Some(pin), Resolve::Pinned | Resolve::Offline) = (pin, resolve) {
         check_pin(name, pin, &declared_source, constraint.as_deref(), &grants)?;
         if let Some(expected) = &plugin.digest
             && *expected != pin.manifest_digest
@@ -55,6 +55,12 @@ pub async fn fetch(
                 pulled: false,
             });
         }
+        if resolve == Resolve::Offline {
+            return Err(DistributionError::Offline {
+                name: name.to_owned(),
+                why: "its pinned component is not in the cache (run once without `--offline` to fill it)",
+            });
+        }
         let pulled = pull(name, &source, &source.with_digest(&pin.manifest_digest)).await?;
         if pulled.component_digest != pin.component_digest {
             return Err(DistributionError::DigestMismatch {
@@ -75,6 +81,12 @@ pub async fn fetch(
         });
     }
 
+    if resolve == Resolve::Offline {
+        return Err(DistributionError::Offline {
+            name: name.to_owned(),
+            why: "tazuna.lock has no pin for it (run once without `--offline` to pin and cache it)",
+        });
+    }
     let (reference, tag) = match (&source.digest, &source.tag) {
         (Some(digest), tag) => (source.with_digest(digest), tag.clone()),
         (None, Some(tag)) => (source.with_tag(tag), Some(tag.clone())),

@@ -18,6 +18,7 @@
 //! ([`Blobs`]); every read is checked against its digest.
 
 mod blobs;
+mod charts;
 mod credentials;
 mod fetch;
 mod source;
@@ -28,6 +29,7 @@ use sha2::{Digest, Sha256};
 use tazuna_core::lock::PluginPin;
 
 pub use blobs::Blobs;
+pub use charts::{ChartError, newest_chart_version, newest_in_chart_repository};
 pub use credentials::{auth_for, docker_config, helm_registry_config, helm_repositories};
 pub use fetch::{fetch, push};
 pub use source::Source;
@@ -103,6 +105,14 @@ pub enum DistributionError {
         /// The declared value.
         declared: String,
     },
+    /// `--offline`, and the component is not at hand.
+    #[error("plugin `{name}` is needed, and `--offline` forbids pulling it: {why}")]
+    Offline {
+        /// Plugin name.
+        name: String,
+        /// Why it would be pulled.
+        why: &'static str,
+    },
     /// A component file could not be read for a push.
     #[error("cannot read `{}`: {error}", path.display())]
     Read {
@@ -143,6 +153,8 @@ pub enum Resolve {
     Pinned,
     /// Resolve again (`tazuna plugin update`).
     Again,
+    /// Use the pin and the cache only; never contact a registry (`--offline`).
+    Offline,
 }
 
 /// Whether the registry answered that the repository, tag or digest does not

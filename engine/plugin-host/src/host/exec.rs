@@ -150,6 +150,8 @@ pub struct Network {
     pub endpoints: Vec<Endpoint>,
     /// Chart repositories of the user's `repositories.yaml` the config names.
     pub repositories: Vec<String>,
+    /// `--offline` took every endpoint away.
+    pub offline: bool,
 }
 
 /// Run `command` for the plugin described by `ctx`.

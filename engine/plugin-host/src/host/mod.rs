@@ -93,6 +93,9 @@ pub struct HostSettings {
     /// Root of the on-disk cache (`$XDG_CACHE_HOME/tazuna`); `None` keeps
     /// compiled code in memory only.
     pub cache_dir: Option<PathBuf>,
+    /// Grant no network to the tools plugins run, whatever their config
+    /// names (`--offline`): a render that needs the network fails.
+    pub offline: bool,
 }
 
 /// Why loading or calling a plugin failed.
@@ -157,6 +160,7 @@ pub struct PluginHost {
     linker: Linker<CallState>,
     cache: CompileCache,
     limits: Limits,
+    offline: bool,
     ticker_stop: Arc<AtomicBool>,
     tool_secrets: std::sync::OnceLock<SharedToolSecrets>,
 }
@@ -213,6 +217,7 @@ impl PluginHost {
             linker,
             cache,
             limits: settings.limits,
+            offline: settings.offline,
             ticker_stop,
             tool_secrets: std::sync::OnceLock::new(),
         })
@@ -309,7 +314,13 @@ impl PluginHost {
         request.scratch = SCRATCH_DIR.to_owned();
         let repositories = exec::user_repositories();
         let endpoints = jail::endpoints_named_in(&request.config, &repositories);
-        let network = Network {
+        let network = if self.offline {
+            Network {
+                offline: true,
+                ..Network::default()
+            }
+        } else {
+            Network {
             repositories: repositories
                 .into_iter()
                 .filter(|(_, url)| {
@@ -318,6 +329,8 @@ impl PluginHost {
                 .map(|(name, _)| name)
                 .collect(),
             endpoints,
+            offline: false,
+            }
         };
         self.call(plugin, Some(manifest_dir), |bindings, store| {
             store.data_mut().network = network;
@@ -779,6 +792,12 @@ impl bindings::artifacts::Host for CallState {
         reference: String,
         media_types: Vec<String>,
     ) -> Result<bindings::artifacts::Fetched, PluginError> {
+        if self.network.offline {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{}` may not pull `{reference}`: the run is `--offline`",
+                self.plugin
+            )));
+        }
         let timeout = self.tools.left(&format!("pulling `{reference}`"))?;
         let ctx = artifacts::PullContext {
             plugin: &self.plugin,

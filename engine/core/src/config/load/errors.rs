@@ -85,12 +85,25 @@ pub(super) fn describe(value: &Value) -> String {
     match value {
         Value::Null => "null".to_owned(),
         Value::Bool(b) => format!("boolean `{b}`"),
-        Value::Number(n) => format!("number `{n}`"),
-        Value::String(s) => format!("string `{s}`"),
+        Value::Number(n) => format!("number `{}`", clip(&n.to_string())),
+        Value::String(s) => format!("string `{}`", clip(s)),
         Value::Sequence(_) => "a sequence".to_owned(),
         Value::Mapping(_) => "a mapping".to_owned(),
-        Value::Tagged(tagged) => format!("tagged value `{}`", tagged.tag),
+        Value::Tagged(tagged) => format!("tagged value `{}`", clip(&tagged.tag.to_string())),
     }
+}
+
+/// At most [`CLIPPED`] characters of `text` (with `…` when cut), on one
+/// line, so that a value quoted in an error keeps the error readable.
+fn clip(text: &str) -> String {
+    const CLIPPED: usize = 60;
+    let flat = text.replace(['\n', '\r'], " ");
+    if flat.chars().count() <= CLIPPED {
+        return flat;
+    }
+    let mut kept: String = flat.chars().take(CLIPPED).collect();
+    kept.push('…');
+    kept
 }
 
 pub(super) fn to_json(
@@ -105,4 +118,19 @@ pub(super) fn to_json(
             Some("use string keys in this mapping".to_owned()),
         )
     })
+}
+
+#[cfg(test)]
+mod clip_tests {
+    use super::*;
+
+    /// Found by the fuzzer: a whole document quoted into one error line.
+    #[test]
+    fn a_long_value_is_clipped_in_errors() {
+        let long = "apiVersion: tazuna.pepabo.com/v1 ".repeat(20);
+        let described = describe(&Value::String(long));
+        assert!(described.chars().count() < 80, "{described}");
+        assert!(described.ends_with("…`"), "{described}");
+        assert_eq!(describe(&Value::String("a\nb".into())), "string `a b`");
+    }
 }

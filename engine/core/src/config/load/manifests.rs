@@ -9,6 +9,14 @@ pub(super) fn name_pattern() -> &'static Regex {
     &NAME
 }
 
+/// A manifest name Go Tazuna loads with a warning and refuses only in
+/// `check`: the name pattern plus inner spaces.
+fn spaced_name(name: &str) -> bool {
+    static SPACED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^[a-zA-Z0-9_-]+( +[a-zA-Z0-9_-]+)+$").unwrap());
+    SPACED.is_match(name)
+}
+
 /// The key of the per-type block for a manifest `type`. Go spells the GenesisSecret block
 /// `genesisSecret` while its type is `genesissecret`.
 pub(crate) fn block_key(kind: &str) -> &str {
@@ -511,7 +519,7 @@ pub(super) fn check_names(claims: &[Claim]) -> Result<(), ConfigError> {
             Some("names must not be empty")
         } else if name == RESERVED_NAME {
             Some("the name is reserved")
-        } else if !name_pattern().is_match(name) {
+        } else if !name_pattern().is_match(name) && !spaced_name(name) {
             Some("names may contain only letters, digits, `-` and `_`")
         } else {
             None
@@ -533,6 +541,53 @@ pub(super) fn check_names(claims: &[Claim]) -> Result<(), ConfigError> {
         seen.insert(name, claim);
     }
     Ok(())
+}
+
+/// A warning for each manifest name with spaces, with the edits that rename
+/// it (spaces to `-`) and every `dependsOn` that names it, unless the new
+/// name is taken.
+pub(super) fn name_warnings(claims: &[Claim], entries: &[Entry]) -> Vec<Warning> {
+    let taken: std::collections::HashSet<&str> = claims.iter().map(|c| c.name.as_str()).collect();
+    claims
+        .iter()
+        .filter(|claim| spaced_name(&claim.name))
+        .map(|claim| {
+            let to = claim.name.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-");
+            let free = !taken.contains(to.as_str());
+            let mut edits = Vec::new();
+            if free {
+                edits.push(Edit {
+                    at: (*claim.at).clone(),
+                    from: claim.name.clone(),
+                    to: to.clone(),
+                });
+                for entry in entries {
+                    for (target, at) in entry.manifest.depends_on.iter().zip(&entry.depends_at) {
+                        if *target == claim.name {
+                            edits.push(Edit {
+                                at: at.clone(),
+                                from: target.clone(),
+                                to: to.clone(),
+                            });
+                        }
+                    }
+                }
+            }
+            Warning {
+                message: format!(
+                    "manifest name `{}` has spaces, which `tazuna check` refuses",
+                    claim.name
+                ),
+                hint: if free {
+                    format!("rename it `{to}` (and every `dependsOn` naming it): `tazuna check --fix` does both")
+                } else {
+                    format!("rename it: `{to}` is taken, so `tazuna check --fix` cannot")
+                },
+                at: (*claim.at).clone(),
+                edits,
+            }
+        })
+        .collect()
 }
 
 pub(super) fn check_dependencies(entries: &[Entry]) -> Result<(), ConfigError> {

@@ -15,7 +15,7 @@ use regex::Regex;
 use serde::de::DeserializeOwned;
 use serde_yaml::{Mapping, Value};
 
-use super::error::{ConfigError, Span, suggest};
+use super::error::{ConfigError, Edit, Span, Warning, suggest};
 use super::model::{
     Check, Cluster, ClusterApi, Environment, ExistNonExist, LoadBalancers, Manifest, MatchMode,
     OnFailure, Plugin, PluginSource, Provider, ResourceType, Rollout, Spec, Target, Test, Wait,
@@ -636,6 +636,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
     }
     check_names(&expander.claims)?;
     check_dependencies(&expander.entries)?;
+    let warnings = name_warnings(&expander.claims, &expander.entries);
 
     let (manifests, type_spans) = expander
         .entries
@@ -663,6 +664,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
         environment: selected,
         target,
         files: expander.files,
+        warnings,
         type_spans,
     })
 }

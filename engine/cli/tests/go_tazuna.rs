@@ -1,0 +1,468 @@
+//! End-to-end: Go Tazuna's commands and flags, spelled as Go Tazuna's users
+//! and scripts spell them (`--file-path`, `check --fix`, `apply --sync`,
+//! `state sync`, `destroy --force` with `TAZUNA_DESTROY_EXECUTABLE`,
+//! destroy by tags, `chart list --check-latest`, `secret-to-genesissecret`,
+//! `--offline`), against a real harness cluster and checked with kubectl
+//! and the API server's audit log.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{exists, output, tazuna_on as tazuna, text, write};
+use tazuna_tests::assets::Tool;
+use tazuna_tests::e2e::{self, TestCluster};
+
+/// Writes of ConfigMaps in `default` by Tazuna, from the audit log.
+fn configmap_writes(cluster: &TestCluster) -> Option<usize> {
+    let requests = cluster.requests_from("tazuna/")?;
+    Some(
+        requests
+            .iter()
+            .filter(|r| r.is_write())
+            .filter(|r| r.resource == "configmaps" && r.namespace.as_deref() == Some("default"))
+            .count(),
+    )
+}
+
+fn configmap(name: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  from: go\n")
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn go_tazuna_commands_and_flags_work_as_go_users_run_them() {
+    let Some(tools) = e2e::tools(&[Tool::Kustomize]) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("go-surface") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "tazuna.yaml",
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: base config
+      type: manifests
+      path: ./base
+      namespace: default
+      tags: [base]
+    - name: app
+      type: kustomize
+      path: ./app
+      namespace: default
+      dependsOn: [ "base config" ]
+      tags: [app]
+"#,
+    );
+    write(
+        root,
+        "base/configmaps.yaml",
+        &format!("{}---\n{}", configmap("base-a"), configmap("base-b")),
+    );
+    write(root, "app/kustomization.yaml", "resources:\n  - app.yaml\n");
+    write(root, "app/app.yaml", &configmap("app-a"));
+    let tazuna = || {
+        let mut command = tazuna(&cluster, root);
+        command
+            .env_remove("TAZUNA_DESTROY_EXECUTABLE")
+            .env("TAZUNA_TOOL_KUSTOMIZE", tools.path(Tool::Kustomize));
+        command
+    };
+
+    // A name with spaces: `check` refuses it, with its place in the file.
+    let checked = output(tazuna().args(["--file-path", "tazuna.yaml", "check"]));
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
+    let said = stderr(&checked);
+    assert!(
+        said.contains("manifest name `base config` has spaces")
+            && said.contains("tazuna.yaml:5:13")
+            && said.contains("`--fix`"),
+        "{said}"
+    );
+
+    // apply takes it with a warning, as Go Tazuna did.
+    let applied = output(tazuna().args(["--file-path", "tazuna.yaml", "apply"]));
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(
+        stderr(&applied).contains("warning: manifest name `base config` has spaces"),
+        "{}",
+        text(&applied)
+    );
+    for name in ["base-a", "base-b", "app-a"] {
+        assert!(exists(&cluster, &["configmap", name, "-n", "default"]), "{name}");
+    }
+
+    // A no-op sends nothing; `--sync` sends every object again.
+    let before = configmap_writes(&cluster);
+    let again = output(tazuna().arg("apply"));
+    assert!(again.status.success(), "{}", text(&again));
+    let after_noop = configmap_writes(&cluster);
+    assert_eq!(before, after_noop, "a no-op apply writes nothing");
+    let synced = output(tazuna().args(["apply", "--sync"]));
+    assert!(synced.status.success(), "{}", text(&synced));
+    if let (Some(before), Some(after)) = (after_noop, configmap_writes(&cluster)) {
+        assert_eq!(after - before, 3, "--sync sends each of the three objects once");
+    }
+
+    // `state sync`: an object deleted by hand leaves the state.
+    let deleted = output(
+        cluster
+            .kubectl()
+            .args(["delete", "configmap", "base-b", "-n", "default"]),
+    );
+    assert!(deleted.status.success(), "{}", text(&deleted));
+    let dry = output(tazuna().args(["state", "sync", "--dry-run"]));
+    assert!(dry.status.success(), "{}", text(&dry));
+    assert!(
+        stdout(&dry).contains("base-b") && stdout(&dry).contains("would drop 1 object"),
+        "{}",
+        text(&dry)
+    );
+    let listed = output(tazuna().args(["state", "list"]));
+    assert!(stdout(&listed).contains("base-b"), "--dry-run wrote nothing: {}", text(&listed));
+    let sync = output(tazuna().args(["state", "sync", "-o", "json"]));
+    assert!(sync.status.success(), "{}", text(&sync));
+    let report: serde_json::Value = serde_json::from_slice(&sync.stdout).unwrap();
+    assert_eq!(report["dropped"].as_array().map(Vec::len), Some(1), "{report}");
+    assert_eq!(report["dropped"][0]["name"], "base-b");
+    let listed = output(tazuna().args(["state", "list"]));
+    assert!(listed.status.success(), "{}", text(&listed));
+    assert!(!stdout(&listed).contains("base-b"), "{}", text(&listed));
+    assert!(stdout(&listed).contains("base-a"), "{}", text(&listed));
+    let plan = output(tazuna().args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(2), "base-b is to create: {}", text(&plan));
+    let restored = output(tazuna().arg("apply"));
+    assert!(restored.status.success(), "{}", text(&restored));
+    assert!(exists(&cluster, &["configmap", "base-b", "-n", "default"]));
+    let quiet = output(tazuna().args(["state", "sync"]));
+    assert!(
+        stdout(&quiet).contains("state is in sync"),
+        "{}",
+        text(&quiet)
+    );
+
+    // `check --fix` renames the manifest and the `dependsOn` naming it.
+    let fixed = output(tazuna().args(["check", "--fix"]));
+    assert!(fixed.status.success(), "{}", text(&fixed));
+    assert!(stderr(&fixed).contains("fixed 2 names in"), "{}", text(&fixed));
+    let file = std::fs::read_to_string(root.join("tazuna.yaml")).unwrap();
+    assert!(
+        file.contains("    - name: base-config\n") && file.contains("dependsOn: [ base-config ]"),
+        "{file}"
+    );
+    let checked = output(tazuna().arg("check"));
+    assert!(checked.status.success(), "{}", text(&checked));
+    let renamed = output(tazuna().arg("apply"));
+    assert!(renamed.status.success(), "{}", text(&renamed));
+    assert!(!stderr(&renamed).contains("warning:"), "{}", text(&renamed));
+    for name in ["base-a", "base-b", "app-a"] {
+        assert!(exists(&cluster, &["configmap", name, "-n", "default"]), "{name}");
+    }
+
+    // Go Tazuna's destroy guard.
+    let deletes = |cluster: &TestCluster| {
+        cluster.requests_from("tazuna/").map(|requests| {
+            requests
+                .iter()
+                .filter(|r| r.is_write() && r.verb == "delete" && r.resource == "configmaps")
+                .filter(|r| r.namespace.as_deref() == Some("default"))
+                .count()
+        })
+    };
+    let deletes_before = deletes(&cluster);
+    let guarded = output(
+        tazuna()
+            .env("TAZUNA_DESTROY_EXECUTABLE", "false")
+            .args(["destroy", "--yes"]),
+    );
+    assert_eq!(guarded.status.code(), Some(1), "{}", text(&guarded));
+    assert!(stderr(&guarded).contains("destroy is forbidden here"), "{}", text(&guarded));
+    let forced = output(tazuna().args(["destroy", "--force"]));
+    assert_eq!(forced.status.code(), Some(1), "{}", text(&forced));
+    assert!(
+        stderr(&forced).contains("TAZUNA_DESTROY_EXECUTABLE=true"),
+        "{}",
+        text(&forced)
+    );
+    assert_eq!(deletes(&cluster), deletes_before, "a refused destroy deletes nothing");
+    assert!(exists(&cluster, &["configmap", "app-a", "-n", "default"]));
+
+    // Destroy by tags, then the rest, with Go's spelling.
+    let by_tag = output(
+        tazuna()
+            .env("TAZUNA_DESTROY_EXECUTABLE", "true")
+            .args(["destroy", "--force", "-t", "app"]),
+    );
+    assert!(by_tag.status.success(), "{}", text(&by_tag));
+    assert!(!exists(&cluster, &["configmap", "app-a", "-n", "default"]));
+    assert!(exists(&cluster, &["configmap", "base-a", "-n", "default"]));
+    let all = output(
+        tazuna()
+            .env("TAZUNA_DESTROY_EXECUTABLE", "true")
+            .args(["destroy", "--force"]),
+    );
+    assert!(all.status.success(), "{}", text(&all));
+    for name in ["base-a", "base-b"] {
+        assert!(!exists(&cluster, &["configmap", name, "-n", "default"]), "{name}");
+    }
+}
+
+/// A classic chart repository: an `index.yaml` served over HTTP by Python.
+struct IndexServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl IndexServer {
+    fn serve(dir: &Path) -> Option<Self> {
+        use std::io::BufRead as _;
+        let python = tazuna_tests::assets::which("python3")?;
+        let script = r#"
+import functools, http.server, sys
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=sys.argv[1]))
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+        let mut child = Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .arg(dir)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take()?)
+            .read_line(&mut line)
+            .ok()?;
+        let port: u16 = line.trim().parse().ok()?;
+        Some(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+}
+
+impl Drop for IndexServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `tazuna` in `dir`, with no cluster.
+fn offline_tazuna(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+    command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("TAZUNA_CACHE_DIR", dir.join(".cache"))
+        .env_remove("TAZUNA_FILE")
+        .env_remove("TAZUNA_ENVIRONMENT");
+    command
+}
+
+#[test]
+fn chart_list_reads_helm_manifests_and_helmfile_releases_and_checks_the_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "repo/index.yaml",
+        "apiVersion: v1\nentries:\n  hello:\n    - { name: hello, version: 1.0.0 }\n    - { name: hello, version: 1.2.0 }\n    - { name: hello, version: 2.0.0-rc.1 }\n  world:\n    - { name: world, version: 0.3.0 }\n",
+    );
+    let Some(server) = IndexServer::serve(&root.join("repo")) else {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    };
+    write(
+        root,
+        "tazuna.yaml",
+        &format!(
+            r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: hello
+      type: helm
+      helm:
+        chart: hello
+        repo: {url}
+        version: 1.0.0
+    - name: platform
+      type: helmfile
+      path: ./platform
+"#,
+            url = server.url
+        ),
+    );
+    write(
+        root,
+        "platform/helmfile.yaml",
+        &format!(
+            "repositories:\n  - name: local\n    url: {url}\nreleases:\n  - name: world\n    namespace: world\n    chart: local/world\n    version: 0.3.0\n    values:\n      - replicas: {{{{ .Values.replicas | default 1 }}}}\n",
+            url = server.url
+        ),
+    );
+
+    let listed = output(offline_tazuna(root).args(["chart", "list"]));
+    assert!(listed.status.success(), "{}", text(&listed));
+    let table = stdout(&listed);
+    assert!(table.starts_with("MANIFEST"), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("hello") && l.contains("1.0.0")),
+        "{table}"
+    );
+    assert!(
+        table.lines().any(|l| l.starts_with("platform") && l.contains("world") && l.contains("0.3.0")),
+        "{table}"
+    );
+    assert!(!table.contains("LATEST"), "{table}");
+
+    let checked = output(offline_tazuna(root).args(["chart", "list", "--check-latest"]));
+    assert_eq!(checked.status.code(), Some(2), "hello is outdated: {}", text(&checked));
+    let table = stdout(&checked);
+    assert!(table.contains("1.2.0 (newer)"), "the newest stable, not 2.0.0-rc.1: {table}");
+    assert!(!table.contains("2.0.0-rc.1"), "{table}");
+
+    let json = output(offline_tazuna(root).args(["chart", "list", "--check-latest", "-o", "json"]));
+    let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(rows[0]["latest"], "1.2.0", "{rows}");
+    assert_eq!(rows[0]["outdated"], true);
+    assert_eq!(rows[1]["release"], "world");
+    assert_eq!(rows[1]["repo"], server.url.as_str());
+    assert_eq!(rows[1]["outdated"], false);
+
+    drop(server);
+    let unreachable = output(offline_tazuna(root).args(["chart", "list", "--check-latest"]));
+    assert_eq!(unreachable.status.code(), Some(0), "{}", text(&unreachable));
+    assert!(
+        stdout(&unreachable).contains("error: chart `hello`: cannot read"),
+        "{}",
+        text(&unreachable)
+    );
+}
+
+#[test]
+fn secret_to_genesissecret_keeps_the_shape_and_never_a_value() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let password = "go-s3cret-password-value";
+    let encoded = base64::engine::general_purpose::STANDARD.encode(password);
+    let username = "go-admin-user-value";
+    write(
+        root,
+        "secret.yaml",
+        &format!(
+            r#"apiVersion: v1
+kind: Secret
+metadata:
+  name: cloud
+  namespace: platform
+  labels: {{ team: platform }}
+  annotations:
+    kubectl.kubernetes.io/last-applied-configuration: '{{"data":{{"password":"{encoded}"}},"stringData":{{"username":"{username}"}}}}'
+    owner: platform-team
+type: kubernetes.io/basic-auth
+data:
+  password: {encoded}
+stringData:
+  username: {username}
+"#
+        ),
+    );
+    let out = output(offline_tazuna(root).args([
+        "secret-to-genesissecret",
+        "secret.yaml",
+        "--provider",
+        "ops",
+        "--uri",
+        "op://my.1password.com/Platform/cloud",
+    ]));
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    for value in [password, encoded.as_str(), username] {
+        assert!(!all.contains(value), "a value leaked: {all}");
+    }
+    let genesis: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).unwrap();
+    assert_eq!(genesis["apiVersion"], "tazuna.pepabo.com/v1");
+    assert_eq!(genesis["kind"], "GenesisSecret");
+    assert_eq!(genesis["spec"]["provider"], "ops");
+    let generate = &genesis["spec"]["secrets"][0];
+    assert_eq!(generate["uri"], "op://my.1password.com/Platform/cloud");
+    assert_eq!(generate["items"]["password"]["mapTo"], "password");
+    assert_eq!(generate["items"]["username"]["mapTo"], "username");
+    let secret = &genesis["spec"]["outputs"][0]["kubernetesSecret"];
+    assert_eq!(secret["namespace"], "platform");
+    assert_eq!(secret["name"], "cloud");
+    assert_eq!(secret["labels"]["team"], "platform");
+    assert_eq!(secret["annotations"]["owner"], "platform-team");
+    assert!(
+        secret["annotations"]
+            .get("kubectl.kubernetes.io/last-applied-configuration")
+            .is_none()
+    );
+    assert_eq!(secret["type"], "kubernetes.io/basic-auth");
+    assert!(
+        stderr(&out).contains("store these items in provider `ops`")
+            && stderr(&out).contains("password, username"),
+        "{all}"
+    );
+
+    // Anything but a Secret is refused, naming the document.
+    write(root, "other.yaml", &format!("{}---\n{}", "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\ndata: {k: dg==}\n", configmap("b")));
+    let refused = output(offline_tazuna(root).args(["secret-to-genesissecret", "other.yaml"]));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        stderr(&refused).contains("`other.yaml`: document 2") && stderr(&refused).contains("not a `v1 Secret`"),
+        "{}",
+        text(&refused)
+    );
+}
+
+#[test]
+fn offline_renders_never_pull_a_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  plugins:\n    - name: remote\n      source: oci://127.0.0.1:9/plugins/remote:1.0.0\n  manifests:\n    - name: local\n      type: manifests\n      path: ./local\n    - name: far\n      type: remote\n",
+    );
+    write(root, "local/cm.yaml", &configmap("local"));
+    let offline = output(offline_tazuna(root).args(["build", "--offline", "--no-cache"]));
+    assert_eq!(offline.status.code(), Some(1), "{}", text(&offline));
+    assert!(
+        stderr(&offline).contains("plugin `remote` is needed, and `--offline` forbids pulling it")
+            && stderr(&offline).contains("no pin"),
+        "{}",
+        text(&offline)
+    );
+    assert!(!root.join(".cache").exists(), "--no-cache wrote no cache");
+    // Local manifests need no network: they render offline.
+    write(
+        root,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: local\n      type: manifests\n      path: ./local\n",
+    );
+    let local = output(offline_tazuna(root).args(["build", "--offline"]));
+    assert!(local.status.success(), "{}", text(&local));
+    assert!(stdout(&local).contains("name: local"), "{}", text(&local));
+}
