@@ -466,3 +466,94 @@ fn offline_renders_never_pull_a_plugin() {
     assert!(local.status.success(), "{}", text(&local));
     assert!(stdout(&local).contains("name: local"), "{}", text(&local));
 }
+
+#[test]
+fn a_hint_file_gives_helmfile_its_defaults_and_refuses_broken_rules() {
+    let Some(tools) = e2e::tools(&[Tool::Helm, Tool::Helmfile]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/charts/hello"),
+        &root.join("charts/hello"),
+    );
+    write(
+        root,
+        "platform/helmfile.yaml.gotmpl",
+        "releases:\n  - name: hello\n    namespace: hello\n    chart: ../charts/hello\n    values:\n      - replicas: {{ .Values.replicas }}\n        message: {{ .Values.greeting }}\n",
+    );
+    write(
+        root,
+        "platform/tazuna.hint.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: TazunaHint\nspec:\n  vars:\n    replicas:\n      type: int\n      default: 3\n    greeting:\n      type: string\n      required: true\n      description: what the ConfigMap says\n",
+    );
+    let file = |vars: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: platform\n      type: helmfile\n      path: ./platform\n      helmfile:\n        vars:\n{vars}"
+        )
+    };
+    let tazuna = || {
+        let mut command = offline_tazuna(root);
+        command
+            .env("TAZUNA_TOOL_HELM", tools.path(Tool::Helm))
+            .env("TAZUNA_TOOL_HELMFILE", tools.path(Tool::Helmfile));
+        command
+    };
+
+    write(
+        root,
+        "tazuna.yaml",
+        &file("          greeting: { from: static, static: hello-from-the-hint-test }\n"),
+    );
+    let built = output(tazuna().arg("build"));
+    assert!(built.status.success(), "{}", text(&built));
+    let objects: Vec<serde_yaml::Value> = serde_yaml::Deserializer::from_slice(&built.stdout)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .collect();
+    let deployment = objects
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .expect("the chart's Deployment");
+    assert_eq!(deployment["spec"]["replicas"], 3, "the hint's default reached helmfile");
+    assert!(stdout(&built).contains("hello-from-the-hint-test"), "{}", text(&built));
+
+    // A var the manifest gives wins over the default.
+    write(
+        root,
+        "tazuna.yaml",
+        &file("          greeting: { from: static, static: hi }\n          replicas: { from: static, static: 1 }\n"),
+    );
+    let built = output(tazuna().arg("build"));
+    assert!(built.status.success(), "{}", text(&built));
+    assert!(stdout(&built).contains("replicas: 1"), "{}", text(&built));
+
+    // A required var left out: check names it, the manifest and the hint file.
+    write(root, "tazuna.yaml", &file("          replicas: { from: static, static: 1 }\n"));
+    let checked = output(tazuna().arg("check"));
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
+    let said = stderr(&checked);
+    assert!(
+        said.contains("helmfile var `greeting` (what the ConfigMap says) is required")
+            && said.contains("platform/tazuna.hint.yaml")
+            && said.contains("tazuna.yaml:9:9"),
+        "{said}"
+    );
+
+    // A value of the wrong type, at its line and column.
+    write(
+        root,
+        "tazuna.yaml",
+        &file("          greeting: { from: static, static: hi }\n          replicas: { from: static, static: three }\n"),
+    );
+    let checked = output(tazuna().arg("check"));
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
+    assert!(
+        stderr(&checked).contains("helmfile var `replicas` must be an int")
+            && stderr(&checked).contains("tazuna.yaml:11:21"),
+        "{}",
+        text(&checked)
+    );
+    let built = output(tazuna().arg("build"));
+    assert_eq!(built.status.code(), Some(1), "build refuses it too: {}", text(&built));
+}

@@ -160,6 +160,16 @@ fn summary(config: &Config, selected: &[&config::Manifest], tags: &[String]) -> 
     for test in &config.spec.tests {
         let _ = writeln!(out, "spec test: {}", describe_test(test));
     }
+    for warning in &config.warnings {
+        let _ = writeln!(
+            out,
+            "warning: {} at {} (hint: {}; {} edits)",
+            warning.message,
+            warning.at.location,
+            warning.hint,
+            warning.edits.len()
+        );
+    }
     let _ = writeln!(out, "manifests:");
     for m in &config.manifests {
         let _ = writeln!(out, "  - {} ({}) at {}", m.name, m.kind, m.origin);

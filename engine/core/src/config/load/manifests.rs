@@ -316,7 +316,7 @@ impl Expander<'_> {
 
         let key = block_key(&kind);
         let block_path = path.key(key);
-        let config = match blocks.remove(key) {
+        let mut config = match blocks.remove(key) {
             None | Some(Value::Null) => serde_json::Value::Object(serde_json::Map::new()),
             Some(value @ Value::Mapping(_)) => to_json(doc, &block_path, &value)?,
             Some(other) => {
@@ -337,8 +337,13 @@ impl Expander<'_> {
                 at: doc.value_span(&path.key("createNamespace")),
             });
         }
-        if kind == "helmfile" && wait.is_none() {
-            wait = go_helmfile_wait(&config);
+        if kind == "helmfile" {
+            if wait.is_none() {
+                wait = go_helmfile_wait(&config);
+            }
+            if let Some(helmfile) = &raw.path {
+                super::hints::apply(doc, self.data, &name, &block_path, helmfile, &mut config)?;
+            }
         }
         let (depends_on, depends_at) = depends_on.into_iter().map(|(name, at)| (name, *at)).unzip();
         self.claims.push(Claim {

@@ -32,6 +32,7 @@ use crate::check::{CheckError, Condition};
 use crate::template::Keys;
 
 mod errors;
+mod hints;
 mod manifests;
 mod spec;
 
