@@ -789,15 +789,16 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
     )
     .unwrap();
 
-    // What Go Tazuna left: the object, applied as field manager `tazuna`, and
-    // its state ConfigMap.
+    // What Go Tazuna left: the object, applied under a field manager of its
+    // own with a value the file now changes (a conflict for a plain
+    // server-side apply), and its state ConfigMap.
     succeed(cluster.kubectl().args(["create", "namespace", "tazuna"]));
-    let old = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old-one\n  namespace: default\ndata:\n  k: v\n";
+    let old = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old-one\n  namespace: default\ndata:\n  k: from-go\n";
     std::fs::write(dir.path().join("old.yaml"), old).unwrap();
     succeed(
         cluster
             .kubectl()
-            .args(["apply", "--server-side", "--field-manager", "tazuna", "-f"])
+            .args(["apply", "--server-side", "--field-manager", "go-tazuna", "-f"])
             .arg(dir.path().join("old.yaml")),
     );
     succeed(cluster.kubectl().args([
@@ -839,13 +840,28 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         text(&manifests)
     );
     let migrated = succeed(tazuna(&cluster, dir.path()).arg("apply"));
-    // What existed already is configured, not created.
+    // What existed already is configured, not created, and what Go applied
+    // is taken over without `--force-conflicts`.
     let said = text(&migrated);
     assert!(
         said.contains("configured v1 ConfigMap default/old-one")
-            && said.contains("created v1 ConfigMap default/handed-over"),
+            && said.contains("created v1 ConfigMap default/handed-over")
+            && said.contains("took over the fields Go Tazuna applied"),
         "{said}"
     );
+    let old_one = kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "configmap", "old-one", "--show-managed-fields"],
+    );
+    assert_eq!(old_one["data"]["k"], "v", "{old_one}");
+    let owners: Vec<&str> = old_one["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["fieldsV1"]["f:data"].get("f:k").is_some())
+        .map(|f| f["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(owners, ["tazuna"], "Tazuna alone owns the field now: {old_one}");
     assert!(
         !exists(
             &cluster,

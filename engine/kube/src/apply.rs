@@ -443,7 +443,13 @@ pub(crate) struct Prepared {
     /// Tazuna's intent for it is what the state records: a field conflict
     /// with a hand edit is drift, which apply takes back.
     restore: bool,
+    /// Go Tazuna applied it (its state was migrated): the fields Go's run
+    /// set, under whichever field manager, are Tazuna's to take over.
+    takeover: bool,
 }
+
+/// The hash prefix of state migrated from Go Tazuna (see `state::legacy`).
+const GO_HASH_PREFIX: &str = "go:";
 
 impl Run<'_> {
     pub(crate) fn client(&self) -> &Client {
@@ -871,7 +877,9 @@ impl Run<'_> {
             let mut prepared = Vec::with_capacity(objects.len());
             for value in objects {
                 let mut item = self.prepare(value.clone(), manifest, shared).await?;
-                item.restore = prior.get(&item.object).is_some_and(|e| e.hash == item.hash);
+                let before = prior.get(&item.object);
+                item.restore = before.is_some_and(|e| e.hash == item.hash);
+                item.takeover = before.is_some_and(|e| e.hash.starts_with(GO_HASH_PREFIX));
                 prepared.push(item);
             }
             let (handled, failure) = self
@@ -1087,6 +1095,7 @@ impl Run<'_> {
             hash,
             resolved,
             restore: false,
+            takeover: false,
         })
     }
 
@@ -1230,9 +1239,12 @@ impl Run<'_> {
             .expect("only resolved objects are sent");
         let api = api_for(self.client(), &resolved, item.object.namespace.as_deref());
         let mut params = apply_params();
-        params.force = self.settings.conflicts == Conflicts::Force;
+        params.force = self.settings.conflicts == Conflicts::Force || item.takeover;
         params.dry_run = self.settings.mode == Mode::DryRun;
         let mut notes = Vec::new();
+        if item.takeover && self.settings.conflicts != Conflicts::Force {
+            notes.push("took over the fields Go Tazuna applied".to_owned());
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;
