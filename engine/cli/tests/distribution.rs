@@ -114,12 +114,50 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
         &example,
         &format!("oci://{host}/plugins/configmap:0.1.0"),
     );
-    let probe_digest = push(
-        root,
-        &cache,
-        &probe,
-        &format!("oci://{host}/plugins/configmap:0.2.0"),
+    // A plugin's tag is its version: another tag is refused, none is added.
+    let refused = fail(
+        tazuna(root, &cache)
+            .args(["plugin", "push"])
+            .arg(&probe)
+            .arg(format!("oci://{host}/plugins/configmap:0.2.0")),
     );
+    assert!(
+        refused.contains("plugin `probe` is version 0.1.0, and the tag is `0.2.0`"),
+        "{refused}"
+    );
+    let own = succeed(
+        tazuna(root, &cache)
+            .args(["plugin", "push"])
+            .arg(&probe)
+            .arg(format!("oci://{host}/plugins/probe")),
+    );
+    assert!(
+        String::from_utf8_lossy(&own.stdout)
+            .contains(&format!("pushed probe 0.1.0 to oci://{host}/plugins/probe:0.1.0")),
+        "{}",
+        text(&own)
+    );
+    // An impostor under the configmap repository, published around `plugin
+    // push` (a registry holds whatever anyone pushes): oras copies it.
+    let Some(oras) = e2e::tools(&[tazuna_tests::assets::Tool::Oras]) else {
+        return;
+    };
+    succeed(Command::new(oras.path(tazuna_tests::assets::Tool::Oras)).args([
+        "cp",
+        "--from-plain-http",
+        "--to-plain-http",
+        &format!("{host}/plugins/probe:0.1.0"),
+        &format!("{host}/plugins/configmap:0.2.0"),
+    ]));
+    let probe_digest = succeed(
+        Command::new(oras.path(tazuna_tests::assets::Tool::Oras)).args([
+            "resolve",
+            "--plain-http",
+            &format!("{host}/plugins/configmap:0.2.0"),
+        ]),
+    );
+    let probe_digest = String::from_utf8_lossy(&probe_digest.stdout).trim().to_owned();
+    assert!(probe_digest.starts_with("sha256:"), "{probe_digest}");
     if let Some(manifest) = skopeo_manifest(&format!("{host}/plugins/configmap:0.1.0")) {
         assert_eq!(
             manifest["config"]["mediaType"],

@@ -47,12 +47,16 @@ pub enum Plugin {
     /// Registries on a loopback address are reached over plain HTTP; others
     /// over HTTPS, with credentials from the docker config (`docker login`).
     ///
+    /// The tag is the version the component reports: left out, it is added;
+    /// given, it must be that version (a leading `v` aside), since Tazuna
+    /// pins plugins by their tags and checks what it pulls against them.
+    ///
     /// Example: `tazuna plugin push target/wasm32-wasip2/release/configmap.wasm
-    /// oci://ghcr.io/acme/tazuna-configmap:0.1.0`
+    /// oci://ghcr.io/acme/tazuna-configmap`
     Push {
         /// The component file (`.wasm`, built for wasm32-wasip2).
         component: std::path::PathBuf,
-        /// Where to: `oci://<registry>/<repository>:<version>`.
+        /// Where to: `oci://<registry>/<repository>[:<version>]`.
         reference: String,
     },
     /// Start a new plugin: a Rust crate from the SDK's template that builds
@@ -226,13 +230,35 @@ fn push(
             ),
         },
     };
-    let digest = tazuna_engine::stack::block_on(distribution::push(&info.name, component, target))?;
+    let target = tagged(target, &info.name, &info.version)?;
+    let digest = tazuna_engine::stack::block_on(distribution::push(&info.name, component, &target))?;
     outln!(
-        "pushed {} {} to {reference}\ndigest: {digest}",
+        "pushed {} {} to oci://{target}\ndigest: {digest}",
         info.name,
         info.version
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `target` with the tag `version`: added when it has none, and an error
+/// when it has another.
+fn tagged(target: &str, name: &str, version: &str) -> anyhow::Result<String> {
+    let source = distribution::Source::parse(name, target)?;
+    if source.digest.is_some() {
+        anyhow::bail!(
+            "`oci://{target}` names a digest; a push names a repository and the tag to create\nhint: write `oci://<registry>/<repository>`; the tag is the plugin's version, {version}"
+        );
+    }
+    match &source.tag {
+        None => Ok(format!("{target}:{version}")),
+        Some(tag) if tag == version || tag.strip_prefix('v') == Some(version) => {
+            Ok(target.to_owned())
+        }
+        Some(tag) => anyhow::bail!(
+            "plugin `{name}` is version {version}, and the tag is `{tag}`: a plugin's tag must be its version, or pins of it fail later\nhint: push it as `oci://{}:{version}` (or leave the tag out), or change the version in its Cargo.toml",
+            source.repository_url().trim_start_matches("oci://")
+        ),
+    }
 }
 
 /// One line of `plugin list`.
