@@ -158,10 +158,21 @@ fn init_writes_a_starter_that_checks_and_refuses_to_overwrite() {
     let build = tazuna(dir.path(), &["build"]);
     assert_eq!(build.code, 0, "{}", build.transcript());
     assert!(
-        build.stdout.contains("name: cert-manager"),
+        build.stdout.contains("kind: Deployment") && build.stdout.contains("namespace: hello"),
         "{}",
         build.stdout
     );
+    // Regression: the starter's test waited for a Deployment it did not
+    // declare, so `tazuna verify` timed out on a fresh `tazuna init`.
+    if tazuna_tests::e2e::tools(&tazuna_tests::Tool::CONTROL_PLANE).is_some() {
+        let verified = tazuna(dir.path(), &["verify"]);
+        assert_eq!(verified.code, 0, "{}", verified.transcript());
+        assert!(
+            verified.stderr.contains("verify: passed"),
+            "{}",
+            verified.transcript()
+        );
+    }
     let again = tazuna(dir.path(), &["init"]);
     assert_eq!(again.code, 1);
     assert!(again.stderr.contains("--force"), "{}", again.stderr);

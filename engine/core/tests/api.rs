@@ -39,7 +39,7 @@ fn starter_loads_in_every_environment() {
             .iter()
             .map(|layer| layer.iter().map(|&i| all[i].name.as_str()).collect())
             .collect();
-        assert_eq!(layers, vec![vec!["namespaces"], vec!["cert-manager"]]);
+        assert_eq!(layers, vec![vec!["namespaces"], vec!["hello"]]);
     }
     let config = config::load(&file, &opts(Some("production"))).unwrap();
     assert_eq!(config.values(), serde_json::json!({"replicas": 3}));

@@ -12,20 +12,21 @@ use crate::settings::GlobalSettings;
 const STARTER_FILES: &[(&str, &str)] = &[
     (
         "manifests/namespaces/namespaces.yaml",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: cert-manager\n",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: hello\n",
     ),
     (
-        "manifests/cert-manager/README.md",
-        "Put cert-manager's manifests here (YAML or JSON files).\n",
+        "manifests/hello/deployment.yaml",
+        "# An example to replace with your first layer's manifests (YAML or JSON files).\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: hello\nspec:\n  replicas: 1\n  selector:\n    matchLabels: { app: hello }\n  template:\n    metadata:\n      labels: { app: hello }\n    spec:\n      containers:\n        - name: hello\n          image: registry.k8s.io/pause:3.10\n",
     ),
 ];
 
 /// Write a commented starter tazuna.yaml (to the path given with -f).
 ///
-/// The starter declares a namespaces layer and a cert-manager layer that
-/// depends on it, with an environment per cluster. The directories it names
-/// are created next to it (with a Namespace to start from), so `tazuna check`
-/// passes right away. Edit it, then run `tazuna check` and `tazuna build`.
+/// The starter declares a namespaces layer and an example application layer
+/// (a Deployment, with a readiness test) that depends on it, with an
+/// environment per cluster. The files it names are created next to it, so
+/// `tazuna check`, `tazuna build` and `tazuna verify` pass right away. Edit
+/// it, then run `tazuna check` and `tazuna build`.
 #[derive(Debug, Args)]
 pub struct Init {
     /// Overwrite the file if it exists.
@@ -68,7 +69,7 @@ impl Init {
                 .with_context(|| format!("cannot write `{}`", target.display()))?;
         }
         eprintln!(
-            "wrote {}\nnext: edit it, then run `tazuna check` and `tazuna build`",
+            "wrote {}\nnext: edit it, then run `tazuna check`, `tazuna build` and `tazuna verify`",
             path.display()
         );
         Ok(ExitCode::SUCCESS)
