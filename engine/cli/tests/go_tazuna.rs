@@ -557,3 +557,71 @@ fn a_hint_file_gives_helmfile_its_defaults_and_refuses_broken_rules() {
     let built = output(tazuna().arg("build"));
     assert_eq!(built.status.code(), Some(1), "build refuses it too: {}", text(&built));
 }
+
+#[test]
+fn apply_atomic_undoes_a_failed_run_objects_and_state() {
+    let Some(cluster) = TestCluster::start("go-atomic") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "tazuna.yaml",
+        "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: base\n      type: manifests\n      path: ./base\n      namespace: default\n    - name: app\n      type: manifests\n      path: ./app\n      namespace: default\n      dependsOn: [base]\n",
+    );
+    let versioned = |name: &str, version: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: \"{version}\"\n")
+    };
+    write(root, "base/keep.yaml", &versioned("keep", "1"));
+    write(root, "app/app.yaml", &versioned("app", "1"));
+    let first = output(tazuna(&cluster, root).arg("apply"));
+    assert!(first.status.success(), "{}", text(&first));
+    let state_of = |manifest: &str| {
+        let out = output(cluster.kubectl().args([
+            "-n",
+            "tazuna",
+            "get",
+            "configmap",
+            &format!("tazuna-manifest-{manifest}"),
+            "-o",
+            "jsonpath={.data.state\\.json}",
+        ]));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let base_state = state_of("base");
+    assert!(base_state.contains("keep"), "{base_state}");
+    let version = |name: &str| {
+        common::kubectl_json(&cluster, &["-n", "default", "get", "configmap", name])["data"]
+            ["version"]
+            .clone()
+    };
+
+    // The next change: base changes one object and adds another, then app
+    // fails (the API server refuses a name).
+    write(root, "base/keep.yaml", &format!("{}---\n{}", versioned("keep", "2"), versioned("added", "2")));
+    write(root, "app/app.yaml", &versioned("Not_A_Name", "2"));
+    let atomic = output(tazuna(&cluster, root).args(["apply", "--atomic"]));
+    assert_eq!(atomic.status.code(), Some(1), "{}", text(&atomic));
+    assert!(
+        stderr(&atomic).contains("rolled back (--atomic): 1 created object(s) deleted, 1 changed object(s) restored"),
+        "{}",
+        text(&atomic)
+    );
+    assert_eq!(version("keep"), "1", "the changed object is as it was");
+    assert!(!exists(&cluster, &["configmap", "added", "-n", "default"]), "the created object is gone");
+    assert_eq!(state_of("base"), base_state, "the state is as it was");
+    let diff = output(tazuna(&cluster, root).args(["state", "diff", "--detailed-exitcode"]));
+    assert_eq!(diff.status.code(), Some(2), "the change is still to apply: {}", text(&diff));
+
+    // Without --atomic, what applied before the failure stays (and is recorded).
+    let partial = output(tazuna(&cluster, root).arg("apply"));
+    assert_eq!(partial.status.code(), Some(1), "{}", text(&partial));
+    assert_eq!(version("keep"), "2", "{}", text(&partial));
+    assert!(exists(&cluster, &["configmap", "added", "-n", "default"]));
+    assert_ne!(state_of("base"), base_state);
+
+    // Deletions cannot be undone: --atomic refuses --prune.
+    let refused = output(tazuna(&cluster, root).args(["apply", "--atomic", "--prune"]));
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+}

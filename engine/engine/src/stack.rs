@@ -228,6 +228,8 @@ pub struct ApplyOptions {
     pub requests_at_once: usize,
     /// Send every object, even those unchanged (`--sync`).
     pub resend: bool,
+    /// Undo the run when a manifest fails (`--atomic`).
+    pub atomic: bool,
 }
 
 impl Default for ApplyOptions {
@@ -241,6 +243,7 @@ impl Default for ApplyOptions {
             manifests_at_once: 4,
             requests_at_once: 32,
             resend: false,
+            atomic: false,
         }
     }
 }
@@ -757,6 +760,7 @@ impl Stack {
             manifests_at_once: options.manifests_at_once,
             requests_at_once: options.requests_at_once,
             resend: options.resend,
+            atomic: options.atomic,
             git_commit: git_commit(&self.config.dir),
             tazuna_version: crate::VERSION.to_owned(),
             run_spec_tests: self.options.tags.is_empty(),
@@ -771,6 +775,7 @@ impl Stack {
             hash_key: &hash_key,
             settings: &settings,
             observer,
+            journal: Default::default(),
         };
         let positions: BTreeMap<&str, usize> = self
             .config
@@ -817,6 +822,10 @@ impl Stack {
             }
         }
         let all_ok = outcomes.iter().all(|o| o.outcome == Outcome::Applied);
+        if !all_ok && options.atomic && options.mode == Mode::Apply {
+            self.roll_back(&run, &states.own).await?;
+            return Ok(outcomes);
+        }
         if all_ok
             && settings.run_spec_tests
             && options.mode == Mode::Apply
@@ -826,6 +835,41 @@ impl Stack {
             outcomes.push(outcome);
         }
         Ok(outcomes)
+    }
+
+    /// Undo a failed `--atomic` run: its objects as they were, and the state
+    /// of every manifest it wrote as it was read at the start (`before`).
+    async fn roll_back(&self, run: &Run<'_>, before: &BTreeMap<String, Stored>) -> Result<(), RunError> {
+        let undone = run.roll_back().await;
+        let now = self.states_of(run.store).await?;
+        let mut states = 0;
+        for (name, current) in &now {
+            match before.get(name) {
+                Some(previous) if previous.resource_version == current.resource_version => {}
+                Some(previous) => {
+                    run.store.save(&previous.state, Some(current)).await?;
+                    states += 1;
+                }
+                None => {
+                    run.store.delete(current).await?;
+                    states += 1;
+                }
+            }
+        }
+        self.notice(&format!(
+            "rolled back (--atomic): {} created object(s) deleted, {} changed object(s) restored, the state of {states} manifest(s) put back",
+            undone.deleted, undone.restored
+        ));
+        for failure in &undone.failures {
+            self.notice(&format!("warning: could not undo {failure}"));
+        }
+        Ok(())
+    }
+
+    /// This stack's own manifest states on `store`, as they are now.
+    async fn states_of(&self, store: &Store) -> Result<BTreeMap<String, Stored>, RunError> {
+        let all = store.load().await?;
+        Ok(StackStates::split(all, self.name(), &self.declared()).own)
     }
 
     /// Run the chart tests (helm test hooks) of the selected manifests on a
@@ -856,6 +900,7 @@ impl Stack {
                 hash_key: &hash_key,
                 settings: &settings,
                 observer,
+                journal: Default::default(),
             };
             let units: Vec<Unit> = selected
                 .iter()
@@ -988,6 +1033,7 @@ impl Stack {
                 hash_key: &[],
                 settings: &settings,
                 observer,
+                journal: Default::default(),
             };
             let order = crate::destroy::order(&doomed);
             Ok(run.destroy(&order).await)
@@ -1257,6 +1303,7 @@ fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
         manifests_at_once: 1,
         requests_at_once: 32,
         resend: false,
+        atomic: false,
         git_commit: None,
         tazuna_version: crate::VERSION.to_owned(),
         run_spec_tests: false,

@@ -134,6 +134,9 @@ pub struct ApplySettings {
     /// Send every object, even those unchanged in intent and live
     /// (`--sync`, as `helmfile sync` is to `helmfile apply`).
     pub resend: bool,
+    /// Keep what each object was before this run changed it, so that a
+    /// failing run can be undone ([`Run::roll_back`], `--atomic`).
+    pub atomic: bool,
     /// The git commit of the config, recorded in state.
     pub git_commit: Option<String>,
     /// The tazuna version, recorded in state.
@@ -421,6 +424,69 @@ pub struct Run<'a> {
     pub settings: &'a ApplySettings,
     /// Who hears about progress.
     pub observer: &'a dyn Observer,
+    /// What this run changed, when [`ApplySettings::atomic`].
+    pub journal: Journal,
+}
+
+/// What an atomic run changed, in order: each object it created, and each
+/// it changed with what it was before (held in memory only; a Secret's data
+/// never leaves it).
+#[derive(Debug, Default)]
+pub struct Journal {
+    changes: std::sync::Mutex<Vec<Change>>,
+}
+
+#[derive(Debug)]
+struct Change {
+    object: ObjectRef,
+    resolved: Resolved,
+    /// The object before the run; `None` when the run created it.
+    before: Option<Value>,
+}
+
+/// What [`Run::roll_back`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RolledBack {
+    /// Objects the run created, deleted again.
+    pub deleted: usize,
+    /// Objects the run changed, put back as they were.
+    pub restored: usize,
+    /// What could not be undone, each naming the object.
+    pub failures: Vec<String>,
+}
+
+impl Journal {
+    fn record(&self, object: &ObjectRef, resolved: &Resolved, before: Option<Value>) {
+        let mut changes = self.changes.lock().expect("journal lock");
+        if changes.iter().all(|c| c.object != *object) {
+            changes.push(Change {
+                object: object.clone(),
+                resolved: resolved.clone(),
+                before,
+            });
+        }
+    }
+}
+
+/// `object` as it can be written back: without what the server keeps, but
+/// with its `managedFields`, so that the write puts back who owned what and
+/// a later apply finds the same owners it would have found before the run.
+fn restorable(mut object: Value) -> Value {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in [
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "selfLink",
+        ] {
+            metadata.remove(key);
+        }
+    }
+    if let Some(object) = object.as_object_mut() {
+        object.remove("status");
+    }
+    object
 }
 
 impl std::fmt::Debug for Run<'_> {
@@ -446,6 +512,72 @@ pub(crate) struct Prepared {
     /// Go Tazuna applied it (its state was migrated): the fields Go's run
     /// set, under whichever field manager, are Tazuna's to take over.
     takeover: bool,
+}
+
+impl Run<'_> {
+    /// Undo what the run changed, newest first: objects it created are
+    /// deleted, objects it changed are put back as they were (`--atomic`).
+    pub async fn roll_back(&self) -> RolledBack {
+        let changes = std::mem::take(&mut *self.journal.changes.lock().expect("journal lock"));
+        let mut done = RolledBack::default();
+        for change in changes.into_iter().rev() {
+            let api = api_for(
+                self.client(),
+                &change.resolved,
+                change.object.namespace.as_deref(),
+            );
+            let name = &change.object.name;
+            let result = match change.before {
+                None => match api.delete(name, &DeleteParams::background()).await {
+                    Ok(_) => {
+                        done.deleted += 1;
+                        Ok(())
+                    }
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+                    Err(e) => Err(e),
+                },
+                Some(before) => {
+                    let owners = before["metadata"]["managedFields"].clone();
+                    let restored: Result<kube::api::DynamicObject, _> =
+                        serde_json::from_value(restorable(before));
+                    match restored {
+                        Ok(object) => {
+                            let put = api
+                                .replace(
+                                    name,
+                                    &kube::api::PostParams {
+                                        field_manager: Some(FIELD_MANAGER.to_owned()),
+                                        ..Default::default()
+                                    },
+                                    &object,
+                                )
+                                .await;
+                            // The write is recorded as Tazuna's update; put the
+                            // owners back as they were, or the next apply would
+                            // conflict with that update.
+                            let owners = serde_json::json!({ "metadata": { "managedFields": owners } });
+                            match put {
+                                Ok(_) => api
+                                    .patch(name, &kube::api::PatchParams::default(), &Patch::Merge(&owners))
+                                    .await
+                                    .map(|_| done.restored += 1),
+                                Err(e) => Err(e),
+                            }
+                        }
+                        Err(e) => {
+                            done.failures.push(format!("{}: {e}", change.object));
+                            continue;
+                        }
+                    }
+                }
+            };
+            if let Err(e) = result {
+                done.failures
+                    .push(format!("{}: {}", change.object, status_message(&e)));
+            }
+        }
+        done
+    }
 }
 
 /// The hash prefix of state migrated from Go Tazuna (see `state::legacy`).
@@ -1178,6 +1310,37 @@ impl Run<'_> {
             to_send.push((position, item, action));
         }
 
+        if self.settings.atomic && self.settings.mode == Mode::Apply && first_error.is_none() {
+            for (position, item, action) in &to_send {
+                let resolved = item.resolved.as_ref().expect("only resolved objects are sent");
+                let before = if *action == Action::Created {
+                    None
+                } else {
+                    let api =
+                        api_for(self.client(), resolved, item.object.namespace.as_deref());
+                    match api.get_opt(&item.object.name).await {
+                        Ok(found) => found.and_then(|o| serde_json::to_value(o).ok()),
+                        Err(e) => {
+                            first_error.get_or_insert((
+                                *position,
+                                ManifestError::Rejected {
+                                    object: item.object.clone(),
+                                    message: format!(
+                                        "cannot read it before changing it (`--atomic` keeps it to undo the run): {}",
+                                        status_message(&e)
+                                    ),
+                                },
+                            ));
+                            break;
+                        }
+                    }
+                };
+                self.journal.record(&item.object, resolved, before);
+            }
+            if first_error.is_some() {
+                to_send.clear();
+            }
+        }
         let sends = futures::stream::iter(to_send.into_iter().map(
             |(position, item, action)| async move {
                 let result = self.send(&item).await;

@@ -82,6 +82,13 @@ pub struct Apply {
     #[arg(long)]
     sync: bool,
 
+    /// Undo the run when a manifest fails (Go Tazuna's `--atomic`): the
+    /// objects it created are deleted, the ones it changed are put back as
+    /// they were, and so is the state. Not with `--prune`, whose deletions
+    /// cannot be undone.
+    #[arg(long, conflicts_with_all = ["prune", "prune_dangerous"])]
+    atomic: bool,
+
     #[command(flatten)]
     sources: super::SourceArgs,
 
@@ -156,6 +163,7 @@ impl Apply {
             concurrency: 4,
             requests: 32,
             sync: false,
+            atomic: false,
             sources: super::SourceArgs::default(),
             rollout: RolloutArgs::defaults(),
         }
@@ -188,6 +196,7 @@ impl Apply {
             manifests_at_once: self.concurrency,
             requests_at_once: self.requests,
             resend: self.sync,
+            atomic: self.atomic,
         }
     }
 
