@@ -2,8 +2,9 @@
 # Installs everything the end-to-end tests need on a fresh machine, and nothing twice:
 #   - Debian packages: docker-registry (the OCI registry under test), skopeo (an
 #     independent OCI client), apache2-utils (htpasswd), time (peak RSS in the
-#     benchmarks), and python3 (a chart repository server) unless one is on
-#     PATH, only when missing;
+#     benchmarks), gcc-mingw-w64-x86-64 (the C compiler the Windows `cargo check`
+#     needs for ring and aws-lc), and python3 (a chart repository server) unless
+#     one is on PATH, only when missing;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
 #     live under ~/.cache/tazuna-dev/go/ and are removed after a build, to leave the
@@ -62,7 +63,7 @@ fi
 # --- Debian packages ---------------------------------------------------------------
 if [ "$do_apt" = 1 ]; then
   missing=()
-  for pkg in docker-registry skopeo apache2-utils time; do
+  for pkg in docker-registry skopeo apache2-utils time gcc-mingw-w64-x86-64; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
       || missing+=("$pkg")
   done

@@ -4,7 +4,8 @@
 //! Go-built Kubernetes and tool binaries (`tests/controlplane/install.sh`, cached
 //! under `~/.cache/tazuna-dev/`), the wasm plugins, then the workspace's tests,
 //! the plugins' own unit tests (run on the host target), the config loader's
-//! fuzz target for 60 s (`cargo xtask fuzz`), and clippy on both workspaces.
+//! fuzz target for 60 s (`cargo xtask fuzz`), a `cargo check` of the CLI for
+//! Windows, and clippy on both workspaces.
 //! CI runs exactly this.
 
 use std::path::{Path, PathBuf};
@@ -28,8 +29,13 @@ impl Test {
     /// Run the whole suite.
     pub fn run(self) -> anyhow::Result<()> {
         let root = root();
-        step("rustup target add wasm32-wasip2", || {
-            run(Command::new("rustup").args(["target", "add", "wasm32-wasip2"]))
+        step("rustup target add wasm32-wasip2 x86_64-pc-windows-gnu", || {
+            run(Command::new("rustup").args([
+                "target",
+                "add",
+                "wasm32-wasip2",
+                WINDOWS_TARGET,
+            ]))
         })?;
         let install = root.join("tests/controlplane/install.sh");
         if !self.no_install && install.is_file() {
@@ -65,6 +71,18 @@ impl Test {
             }
             .run()
         })?;
+        // Portability: the CLI compiles for Windows (unix-only code gated).
+        // macOS is not checked here: aws-lc-sys needs Apple's SDK to build.
+        step("cargo check --target x86_64-pc-windows-gnu -p tazuna", || {
+            run(cargo(&root).args([
+                "check",
+                "--locked",
+                "--target",
+                WINDOWS_TARGET,
+                "-p",
+                "tazuna",
+            ]))
+        })?;
         step("cargo clippy", || {
             run(cargo(&root).args([
                 "clippy",
@@ -78,6 +96,9 @@ impl Test {
         Ok(())
     }
 }
+
+/// The Windows target the portability check compiles for.
+const WINDOWS_TARGET: &str = "x86_64-pc-windows-gnu";
 
 fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()> {
     eprintln!("==> {name}");

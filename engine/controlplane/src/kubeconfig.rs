@@ -106,17 +106,17 @@ fn read(path: &Path) -> anyhow::Result<Value> {
 
 fn write(path: &Path, doc: &Value) -> anyhow::Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent)?;
     }
     // Write a sibling and rename it, so a reader never sees half a file.
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    // Keys and credentials: readable by their owner only.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
         .open(&tmp)
         .with_context(|| format!("writing `{}`", tmp.display()))?;
     file.write_all(serde_yaml::to_string(doc)?.as_bytes())?;

@@ -117,12 +117,12 @@ fn name(common_name: &str, organization: Option<&str>) -> rcgen::DistinguishedNa
 
 fn write(path: &Path, pem: &str) -> anyhow::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    // Keys and credentials: readable by their owner only.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
         .open(path)
         .with_context(|| format!("writing `{}`", path.display()))?;
     file.write_all(pem.as_bytes())?;

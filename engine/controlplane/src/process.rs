@@ -27,17 +27,14 @@ pub struct Process {
 impl Process {
     /// Starts `command`, sending both output streams to `log`.
     pub fn spawn(name: &str, mut command: Command, log: &Path) -> anyhow::Result<Process> {
-        use std::os::unix::process::CommandExt as _;
         if let Some(parent) = log.parent() {
             fs::create_dir_all(parent)?;
         }
         let out = File::create(log).with_context(|| format!("creating `{}`", log.display()))?;
         let err = out.try_clone()?;
-        command
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .process_group(0);
+        command.stdin(Stdio::null()).stdout(out).stderr(err);
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let child = command
             .spawn()
             .with_context(|| format!("starting {name} (`{}`)", command.get_program().display()))?;
@@ -163,7 +160,6 @@ pub fn tail(path: &Path, lines: usize) -> String {
 /// Starts a watchdog that, once process `owner` has exited, kills `pids` and removes
 /// `dir`. Returns the watchdog, which the owner kills when it cleans up by itself.
 pub fn watchdog(owner: u32, pids: &[u32], dir: &Path) -> anyhow::Result<Process> {
-    use std::os::unix::process::CommandExt as _;
     let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
     let script = format!(
         "while kill -0 {owner} 2>/dev/null; do sleep 1; done; kill -KILL {} 2>/dev/null; \
@@ -176,8 +172,9 @@ pub fn watchdog(owner: u32, pids: &[u32], dir: &Path) -> anyhow::Result<Process>
         .arg(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0);
+        .stderr(Stdio::null());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let child = command.spawn().context("starting the cleanup watchdog")?;
     Ok(Process {
         name: "watchdog".to_owned(),

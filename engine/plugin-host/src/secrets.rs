@@ -233,9 +233,14 @@ fn undeclared(providers: &[Provider], name: &str) -> String {
 
 /// The value of environment variable `name` of the Tazuna process.
 fn from_environment(name: &str) -> Result<Vec<u8>, String> {
-    use std::os::unix::ffi::OsStringExt as _;
+    #[cfg(unix)]
+    let bytes = |value: std::ffi::OsString| std::os::unix::ffi::OsStringExt::into_vec(value);
+    // Elsewhere the environment is not bytes; a value that is not Unicode is
+    // read with replacement characters.
+    #[cfg(not(unix))]
+    let bytes = |value: std::ffi::OsString| value.to_string_lossy().into_owned().into_bytes();
     std::env::var_os(name)
-        .map(std::ffi::OsString::into_vec)
+        .map(bytes)
         .ok_or_else(|| {
             format!("environment variable `{name}` is not set (provider `{ENV_PROVIDER}`)")
         })

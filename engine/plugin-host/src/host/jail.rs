@@ -35,6 +35,7 @@ use std::time::Duration;
 /// What every tool may read (libraries, shared data, certificates, name
 /// service files). Not the program directories (`/usr/bin`, `/bin`…): a
 /// dynamic loader could run what it can read.
+#[cfg(target_os = "linux")]
 const SYSTEM_READ: &[&str] = &[
     "/lib",
     "/lib64",
@@ -54,6 +55,7 @@ const SYSTEM_READ: &[&str] = &[
 ];
 
 /// Devices every tool may read and write.
+#[cfg(target_os = "linux")]
 const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"];
 
 /// A host and port a tool may reach, because the manifest names it.
@@ -165,6 +167,7 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
         if support.landlock.is_ok() {
             restrict(&policy, &ports)?;
         }
+        #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let child = command.spawn().map_err(|error| error.to_string())?;
         Ok::<_, String>((child, routes))
@@ -200,7 +203,8 @@ enum Route {
 }
 
 /// Kill the process group of `child` (the tool and everything it started).
-pub fn kill_group(child: &Child) {
+#[cfg(unix)]
+pub fn kill_group(child: &mut Child) {
     let Ok(pid) = i32::try_from(child.id()) else {
         return;
     };
@@ -212,7 +216,20 @@ pub fn kill_group(child: &Child) {
     }
 }
 
+/// Kill `child` (without process groups, only the tool itself).
+#[cfg(not(unix))]
+pub fn kill_group(child: &mut Child) {
+    let _ = child.kill();
+}
+
+/// No network namespaces off Linux.
+#[cfg(not(target_os = "linux"))]
+fn enter_network_namespace() -> Result<(), String> {
+    Err("no network namespace: tools are jailed on Linux only".into())
+}
+
 /// Enter a new network namespace on this thread and bring its loopback up.
+#[cfg(target_os = "linux")]
 fn enter_network_namespace() -> Result<(), String> {
     #[allow(unsafe_code)]
     // SAFETY: unshare(2) and the ioctls below take only the flags and the
@@ -299,6 +316,7 @@ fn restrict(policy: &Policy, ports: &[u16]) -> Result<(), String> {
 /// loader an ELF file names (`PT_INTERP`), or the interpreter of a `#!`
 /// line (and, for `#!/usr/bin/env name`, the program `name` found on the
 /// system's `PATH`), and theirs in turn.
+#[cfg(target_os = "linux")]
 fn starters(program: &std::path::Path, found: &mut Vec<PathBuf>, depth: usize) {
     let Ok(real) = std::fs::canonicalize(program) else {
         return;
@@ -338,6 +356,7 @@ fn starters(program: &std::path::Path, found: &mut Vec<PathBuf>, depth: usize) {
 }
 
 /// The `PT_INTERP` path of a 64-bit little-endian ELF file, if it has one.
+#[cfg(target_os = "linux")]
 fn elf_interpreter(file: &std::fs::File, head: &[u8]) -> Option<PathBuf> {
     use std::os::unix::fs::FileExt;
     if head.len() < 64 || &head[..4] != b"\x7fELF" || head[4] != 2 || head[5] != 1 {
