@@ -221,51 +221,6 @@ spec:
     }
 }
 
-/// A classic chart repository: an `index.yaml` served over HTTP by Python.
-struct IndexServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl IndexServer {
-    fn serve(dir: &Path) -> Option<Self> {
-        use std::io::BufRead as _;
-        let python = tazuna_tests::assets::which("python3")?;
-        let script = r#"
-import functools, http.server, sys
-class Handler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=sys.argv[1]))
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"#;
-        let mut child = Command::new(python)
-            .arg("-c")
-            .arg(script)
-            .arg(dir)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take()?)
-            .read_line(&mut line)
-            .ok()?;
-        let port: u16 = line.trim().parse().ok()?;
-        Some(Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        })
-    }
-}
-
-impl Drop for IndexServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `tazuna` in `dir`, with no cluster.
 fn offline_tazuna(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
@@ -287,7 +242,7 @@ fn chart_list_reads_helm_manifests_and_helmfile_releases_and_checks_the_reposito
         "repo/index.yaml",
         "apiVersion: v1\nentries:\n  hello:\n    - { name: hello, version: 1.0.0 }\n    - { name: hello, version: 1.2.0 }\n    - { name: hello, version: 2.0.0-rc.1 }\n  world:\n    - { name: world, version: 0.3.0 }\n",
     );
-    let Some(server) = IndexServer::serve(&root.join("repo")) else {
+    let Some(server) = common::FileServer::serve(&root.join("repo"), None) else {
         eprintln!("skipped: python3 is not installed");
         return;
     };

@@ -873,66 +873,6 @@ spec:
     assert!(!said.contains("s3cret"), "the password is never shown");
 }
 
-/// A static HTTP server that wants a basic-auth login, over the files in
-/// `dir`: a classic chart repository is an `index.yaml` and chart archives, so
-/// Python's `http.server` with a login check serves one as any web server
-/// would. Killed on drop.
-struct ChartRepository {
-    child: std::process::Child,
-    url: String,
-}
-
-impl ChartRepository {
-    fn serve(dir: &Path, user: &str, password: &str) -> Option<Self> {
-        use base64::Engine as _;
-        use std::io::BufRead as _;
-        let python = tazuna_tests::assets::which("python3")?;
-        let expected =
-            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
-        let script = format!(
-            r#"
-import functools, http.server, sys
-class Handler(http.server.SimpleHTTPRequestHandler):
-    def do_GET(self):
-        if self.headers.get("Authorization") != "Basic {expected}":
-            self.send_response(401)
-            self.send_header("WWW-Authenticate", 'Basic realm="charts"')
-            self.end_headers()
-            return
-        super().do_GET()
-    def log_message(self, *args):
-        pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=sys.argv[1]))
-print(server.server_address[1], flush=True)
-server.serve_forever()
-"#
-        );
-        let mut child = Command::new(python)
-            .arg("-c")
-            .arg(script)
-            .arg(dir)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take()?)
-            .read_line(&mut line)
-            .ok()?;
-        let port: u16 = line.trim().parse().ok()?;
-        Some(Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        })
-    }
-}
-
-impl Drop for ChartRepository {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_chart_from_a_repository_that_needs_a_login_uses_helm_repo_add() {
     let Some(tools) = Tools::locate() else {
@@ -962,7 +902,7 @@ fn a_chart_from_a_repository_that_needs_a_login_uses_helm_repo_add() {
         "--destination",
         charts.to_str().unwrap(),
     ]);
-    let Some(repository) = ChartRepository::serve(&charts, "robot", "s3cret-pass") else {
+    let Some(repository) = common::FileServer::serve(&charts, Some(("robot", "s3cret-pass"))) else {
         assert!(
             std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
             "python3 is needed to serve the chart repository"

@@ -277,3 +277,68 @@ spec:
 "
     )
 }
+
+/// A static HTTP server over the files in a directory (Python's
+/// `http.server`), optionally behind a basic-auth login: a classic chart
+/// repository is an `index.yaml` and chart archives, which any web server
+/// serves. Killed on drop.
+pub struct FileServer {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl FileServer {
+    /// Serve `dir`; with `login`, every request needs that user and password.
+    /// `None` when python3 is missing or does not start.
+    pub fn serve(dir: &Path, login: Option<(&str, &str)>) -> Option<Self> {
+        use base64::Engine as _;
+        use std::io::BufRead as _;
+        let python = tazuna_tests::assets::which("python3")?;
+        let expected = login
+            .map(|(user, password)| {
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            })
+            .unwrap_or_default();
+        let script = r#"
+import functools, http.server, sys
+expected = sys.argv[2]
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        if expected and self.headers.get("Authorization") != "Basic " + expected:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="files"')
+            self.end_headers()
+            return
+        super().do_GET()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=sys.argv[1]))
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+        let mut child = Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .arg(dir)
+            .arg(expected)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take()?)
+            .read_line(&mut line)
+            .ok()?;
+        let port: u16 = line.trim().parse().ok()?;
+        Some(Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+}
+
+impl Drop for FileServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
