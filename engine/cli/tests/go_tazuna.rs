@@ -381,6 +381,15 @@ stringData:
         "{all}"
     );
 
+    // Inputs built to exhaust memory or never end are refused before they are read whole.
+    std::fs::write(root.join("huge.yaml"), vec![b'#'; 5 * 1024 * 1024]).unwrap();
+    let huge = output(offline_tazuna(root).args(["secret-to-genesissecret", "huge.yaml"]));
+    assert_eq!(huge.status.code(), Some(1), "{}", text(&huge));
+    assert!(stderr(&huge).contains("larger than 4 MiB"), "{}", text(&huge));
+    let endless = output(offline_tazuna(root).args(["secret-to-genesissecret", "/dev/zero"]));
+    assert_eq!(endless.status.code(), Some(1), "{}", text(&endless));
+    assert!(stderr(&endless).contains("not a regular file"), "{}", text(&endless));
+
     // Anything but a Secret is refused, naming the document.
     write(root, "other.yaml", &format!("{}---\n{}", "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\ndata: {k: dg==}\n", configmap("b")));
     let refused = output(offline_tazuna(root).args(["secret-to-genesissecret", "other.yaml"]));
@@ -393,7 +402,7 @@ stringData:
 }
 
 #[test]
-fn offline_renders_never_pull_a_plugin() {
+fn offline_renders_neither_pull_a_plugin_nor_reach_a_chart_repository() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(
@@ -420,6 +429,51 @@ fn offline_renders_never_pull_a_plugin() {
     let local = output(offline_tazuna(root).args(["build", "--offline"]));
     assert!(local.status.success(), "{}", text(&local));
     assert!(stdout(&local).contains("name: local"), "{}", text(&local));
+
+    // A probe: a chart from a repository the config names, reachable on
+    // loopback. Online, helm fetches it; `--offline`, the tool gets no
+    // network and the manifest fails.
+    let Some(tools) = e2e::tools(&[Tool::Helm]) else {
+        return;
+    };
+    let helm = |args: &[&str]| {
+        let out = output(
+            Command::new(tools.path(Tool::Helm))
+                .current_dir(root)
+                .env("HOME", root.join("home"))
+                .args(args),
+        );
+        assert!(out.status.success(), "helm {args:?}: {}", text(&out));
+    };
+    std::fs::create_dir_all(root.join("repo")).unwrap();
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/charts/hello");
+    helm(&["package", chart.to_str().unwrap(), "-d", "repo"]);
+    helm(&["repo", "index", "repo"]);
+    let Some(server) = common::FileServer::serve(&root.join("repo"), None) else {
+        return;
+    };
+    write(
+        root,
+        "tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: hello\n      type: helm\n      namespace: hello\n      helm:\n        chart: hello\n        repo: {}\n        version: 0.1.0\n",
+            server.url
+        ),
+    );
+    let with_helm = |command: &mut Command| {
+        command.env("TAZUNA_TOOL_HELM", tools.path(Tool::Helm));
+    };
+    let mut online = offline_tazuna(root);
+    with_helm(&mut online);
+    let online = output(online.arg("build"));
+    assert!(online.status.success(), "{}", text(&online));
+    assert!(stdout(&online).contains("kind: Deployment"), "{}", text(&online));
+    let mut cut = offline_tazuna(root);
+    with_helm(&mut cut);
+    let cut = output(cut.args(["build", "--offline"]));
+    assert_eq!(cut.status.code(), Some(1), "{}", text(&cut));
+    assert!(stderr(&cut).contains("manifest `hello`"), "{}", text(&cut));
+    assert!(!stdout(&cut).contains("kind: Deployment"), "{}", text(&cut));
 }
 
 #[test]
