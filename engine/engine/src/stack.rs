@@ -1089,13 +1089,7 @@ impl Stack {
     /// Stop managing `target` (`<manifest>` or `<manifest>/<Kind>[/<namespace>]/<name>`)
     /// without deleting it. Returns what was forgotten, for people.
     pub async fn forget(&self, connection: &Connection, target: &str) -> Result<String, RunError> {
-        let guard = connection
-            .store
-            .lock(&holder_identity(), Duration::from_secs(60))
-            .await?;
-        let result = self.forget_locked(connection, target).await;
-        guard.release().await;
-        result
+        under_lease(connection, self.forget_locked(connection, target)).await
     }
 
     async fn forget_locked(
@@ -1187,13 +1181,7 @@ impl Stack {
         connection: &Connection,
         dry_run: bool,
     ) -> Result<Vec<(String, tazuna_core::inventory::ObjectRef)>, RunError> {
-        let guard = connection
-            .store
-            .lock(&holder_identity(), Duration::from_secs(60))
-            .await?;
-        let result = self.sync_state_locked(connection, dry_run).await;
-        guard.release().await;
-        result
+        under_lease(connection, self.sync_state_locked(connection, dry_run)).await
     }
 
     async fn sync_state_locked(
@@ -1237,6 +1225,21 @@ impl Stack {
         }
         Ok(dropped)
     }
+}
+
+/// Run `work` holding the cluster's Lease (waiting up to a minute for it),
+/// and release it whatever the outcome.
+async fn under_lease<T>(
+    connection: &Connection,
+    work: impl std::future::Future<Output = Result<T, RunError>>,
+) -> Result<T, RunError> {
+    let guard = connection
+        .store
+        .lock(&holder_identity(), Duration::from_secs(60))
+        .await?;
+    let result = work.await;
+    guard.release().await;
+    result
 }
 
 /// Load the plugins `wanted` names (see [`Stack::plugin_set`]); a free
