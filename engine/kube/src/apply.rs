@@ -433,7 +433,7 @@ pub struct Run<'a> {
 /// never leaves it).
 #[derive(Debug, Default)]
 pub struct Journal {
-    changes: std::sync::Mutex<Vec<Change>>,
+    changes: std::sync::Mutex<(Vec<Change>, HashSet<ObjectRef>)>,
 }
 
 #[derive(Debug)]
@@ -457,8 +457,9 @@ pub struct RolledBack {
 
 impl Journal {
     fn record(&self, object: &ObjectRef, resolved: &Resolved, before: Option<Value>) {
-        let mut changes = self.changes.lock().expect("journal lock");
-        if changes.iter().all(|c| c.object != *object) {
+        let mut guard = self.changes.lock().expect("journal lock");
+        let (changes, seen) = &mut *guard;
+        if seen.insert(object.clone()) {
             changes.push(Change {
                 object: object.clone(),
                 resolved: resolved.clone(),
@@ -518,7 +519,7 @@ impl Run<'_> {
     /// Undo what the run changed, newest first: objects it created are
     /// deleted, objects it changed are put back as they were (`--atomic`).
     pub async fn roll_back(&self) -> RolledBack {
-        let changes = std::mem::take(&mut *self.journal.changes.lock().expect("journal lock"));
+        let (changes, _) = std::mem::take(&mut *self.journal.changes.lock().expect("journal lock"));
         let mut done = RolledBack::default();
         for change in changes.into_iter().rev() {
             let api = api_for(
