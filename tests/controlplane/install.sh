@@ -149,7 +149,13 @@ pin_all() {
   log "pinning oras ($ORAS_VERSION)"
   init_module oras oras.land/oras "$ORAS_VERSION" oras.land/oras/cmd/oras
 
-  for dir in k8s etcd kwok helm kustomize helmfile oras; do
+  log "pinning otelcol (go.opentelemetry.io/collector $OTELCOL_VERSION)"
+  init_module otelcol go.opentelemetry.io/collector/otelcol "$OTELCOL_VERSION"
+  for component in receiver/otlpreceiver exporter/otlphttpexporter exporter/debugexporter; do
+    (cd "$HERE/otelcol" && "$GO" mod edit -require="go.opentelemetry.io/collector/$component@$OTELCOL_VERSION")
+  done
+
+  for dir in k8s etcd kwok helm kustomize helmfile oras otelcol; do
     log "go mod tidy in $dir"
     (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy)
   done
@@ -231,6 +237,8 @@ build kustomize "$KUSTOMIZE_VERSION" kustomize \
 build helmfile "$HELMFILE_VERSION" helmfile "-X go.szostok.io/version.version=$HELMFILE_VERSION" \
   github.com/helmfile/helmfile
 build oras "$ORAS_VERSION" oras "" oras.land/oras/cmd/oras
+# The wrapper main in otelcol/ builds a binary named after its module: otelcol.
+build otelcol "$OTELCOL_VERSION" otelcol "" .
 
 # Cluster API's Cluster CRD from the module zip, for the Cluster API target tests.
 copy_cluster_api_crds() {
@@ -268,7 +276,7 @@ fi
 echo "tazuna test assets (cache $BIN):"
 for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
              "helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION" \
-             "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION"; do
+             "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION"; do
   set -- $entry
   dir="$BIN/$1-$2"
   if [ -d "$dir" ]; then

@@ -29,14 +29,10 @@ impl Test {
     /// Run the whole suite.
     pub fn run(self) -> anyhow::Result<()> {
         let root = root();
-        step("rustup target add wasm32-wasip2 x86_64-pc-windows-gnu", || {
-            run(Command::new("rustup").args([
-                "target",
-                "add",
-                "wasm32-wasip2",
-                WINDOWS_TARGET,
-            ]))
-        })?;
+        step(
+            "rustup target add wasm32-wasip2 x86_64-pc-windows-gnu",
+            || run(Command::new("rustup").args(["target", "add", "wasm32-wasip2", WINDOWS_TARGET])),
+        )?;
         let install = root.join("tests/controlplane/install.sh");
         if !self.no_install && install.is_file() {
             step("tests/controlplane/install.sh", || {
@@ -73,16 +69,19 @@ impl Test {
         })?;
         // Portability: the CLI compiles for Windows (unix-only code gated).
         // macOS is not checked here: aws-lc-sys needs Apple's SDK to build.
-        step("cargo check --target x86_64-pc-windows-gnu -p tazuna", || {
-            run(cargo(&root).args([
-                "check",
-                "--locked",
-                "--target",
-                WINDOWS_TARGET,
-                "-p",
-                "tazuna",
-            ]))
-        })?;
+        step(
+            "cargo check --target x86_64-pc-windows-gnu -p tazuna",
+            || {
+                run(cargo(&root).args([
+                    "check",
+                    "--locked",
+                    "--target",
+                    WINDOWS_TARGET,
+                    "-p",
+                    "tazuna",
+                ]))
+            },
+        )?;
         step("cargo clippy", || {
             run(cargo(&root).args([
                 "clippy",
@@ -107,7 +106,9 @@ fn step(name: &str, f: impl FnOnce() -> anyhow::Result<()>) -> anyhow::Result<()
     eprintln!(
         "==> {name}: done in {:.1}s{}",
         started.elapsed().as_secs_f64(),
-        free_disk().map(|free| format!(" ({free} free)")).unwrap_or_default()
+        free_disk()
+            .map(|free| format!(" ({free} free)"))
+            .unwrap_or_default()
     );
     Ok(())
 }

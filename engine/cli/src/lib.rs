@@ -18,11 +18,12 @@ mod failure;
 mod progress;
 mod report;
 mod settings;
+mod telemetry;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 use crate::commands::{
     apply, build, chart, check, clusters, compare, completions, destroy, genesis, init, plan,
@@ -81,7 +82,16 @@ enum Command {
 /// code: 0 for success, 1 for a failure (already reported on stderr), 2 for
 /// bad usage.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    // `state drift`, `plugin push`: the words of the command, for its span.
+    let mut verb = Vec::new();
+    let mut level = &matches;
+    while let Some((name, below)) = level.subcommand() {
+        verb.push(name);
+        level = below;
+    }
+    let verb = verb.join(" ");
     let settings = match GlobalSettings::resolve(&cli.global) {
         Ok(settings) => settings,
         Err(error) => {
@@ -89,33 +99,61 @@ pub fn run() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    settings.init_logging();
-    let outcome = match cli.command {
-        Command::Init(cmd) => cmd.run(&settings),
-        Command::Check(cmd) => cmd.run(&settings),
-        Command::Build(cmd) => cmd.run(&settings),
-        Command::Plan(cmd) => cmd.run(&settings),
-        Command::Apply(cmd) => cmd.run(&settings),
-        Command::Status(cmd) => cmd.run(&settings),
-        Command::Clusters(cmd) => cmd.run(&settings),
-        Command::Compare(cmd) => cmd.run(&settings),
-        Command::State(cmd) => cmd.run(&settings),
-        Command::Destroy(cmd) => cmd.run(&settings),
-        Command::Test(cmd) => cmd.run(&settings),
-        Command::Verify(cmd) => cmd.run(&settings),
-        Command::Tags(cmd) => cmd.run(&settings),
-        Command::Chart(cmd) => cmd.run(&settings),
-        Command::SecretToGenesisSecret(cmd) => cmd.run(&settings),
-        Command::Plugin(cmd) => cmd.run(&settings),
-        Command::Schema(cmd) => cmd.run(&settings),
-        Command::Version(cmd) => cmd.run(&settings),
+    let telemetry = settings.init_logging();
+    let span = tracing::info_span!(
+        target: tazuna_core::TRACE,
+        "tazuna",
+        otel.name = format!("tazuna {verb}"),
+        tazuna.command = verb.as_str(),
+        tazuna.file = %settings.file.display(),
+        otel.status_code = tracing::field::Empty,
+    );
+    let entered = span.enter();
+    let code = run_command(cli.command, &settings);
+    drop(entered);
+    drop(span);
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    code
+}
+
+fn run_command(command: Command, settings: &GlobalSettings) -> ExitCode {
+    let outcome = match command {
+        Command::Init(cmd) => cmd.run(settings),
+        Command::Check(cmd) => cmd.run(settings),
+        Command::Build(cmd) => cmd.run(settings),
+        Command::Plan(cmd) => cmd.run(settings),
+        Command::Apply(cmd) => cmd.run(settings),
+        Command::Status(cmd) => cmd.run(settings),
+        Command::Clusters(cmd) => cmd.run(settings),
+        Command::Compare(cmd) => cmd.run(settings),
+        Command::State(cmd) => cmd.run(settings),
+        Command::Destroy(cmd) => cmd.run(settings),
+        Command::Test(cmd) => cmd.run(settings),
+        Command::Verify(cmd) => cmd.run(settings),
+        Command::Tags(cmd) => cmd.run(settings),
+        Command::Chart(cmd) => cmd.run(settings),
+        Command::SecretToGenesisSecret(cmd) => cmd.run(settings),
+        Command::Plugin(cmd) => cmd.run(settings),
+        Command::Schema(cmd) => cmd.run(settings),
+        Command::Version(cmd) => cmd.run(settings),
         Command::Completions(cmd) => cmd.run::<Cli>(),
     };
     match outcome {
-        Ok(code) => code,
+        Ok(code) => {
+            let status = if code == ExitCode::SUCCESS {
+                "ok"
+            } else {
+                "error"
+            };
+            tracing::Span::current().record("otel.status_code", status);
+            code
+        }
         // The reader went away (`| head`): what it wanted, it got.
         Err(error) if failure::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
+            tracing::Span::current().record("otel.status_code", "error");
             failure::report(&error, settings.stderr_color);
             ExitCode::FAILURE
         }

@@ -113,6 +113,16 @@ pub struct GlobalArgs {
         default_value_t = 512
     )]
     plugin_memory: usize,
+
+    /// Send trace spans to this OpenTelemetry collector (`host:port` or a
+    /// URL; OTLP over gRPC, or HTTP with `OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf`).
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT` and the other `OTEL_*` variables work too.
+    #[arg(long, global = true, value_name = "ENDPOINT")]
+    otlp_endpoint: Option<String>,
+
+    /// Send traces in plain text (no TLS) to `--otlp-endpoint`.
+    #[arg(long, global = true)]
+    otlp_insecure: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -156,6 +166,8 @@ pub struct GlobalSettings {
     /// Colour on stderr.
     pub stderr_color: Color,
     log_filter: &'static str,
+    /// Where trace spans go, when anywhere.
+    otlp: Option<crate::telemetry::Endpoint>,
     /// The plugin host's settings.
     pub host: HostSettings,
     /// Where the cluster is.
@@ -220,6 +232,11 @@ impl GlobalSettings {
             },
             stdout_color: Color::detect(crate::stdout_is_terminal()),
             stderr_color: stderr_color(),
+            otlp: crate::telemetry::Endpoint::resolve(
+                args.otlp_endpoint.as_deref(),
+                args.otlp_insecure,
+                &|key| std::env::var(key).ok(),
+            )?,
             log_filter: match args.log_level {
                 LogLevel::Error => "error",
                 LogLevel::Warn => "warn",
@@ -270,26 +287,60 @@ impl GlobalSettings {
         }
     }
 
-    /// Send logs to stderr at the chosen level.
-    pub fn init_logging(&self) {
+    /// Send logs to stderr at the chosen level, and trace spans to the
+    /// collector the flags name, if any (see [`crate::telemetry`]). The
+    /// returned handle sends the last spans when shut down.
+    pub fn init_logging(&self) -> Option<crate::telemetry::Telemetry> {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+
         // kube-client logs every refused request at ERROR; Tazuna reports
         // those itself, naming the object, so its own lines are only noise
-        // until someone asks for detail.
+        // until someone asks for detail. Trace spans are the collector's.
         let kube = match self.log_filter {
             "error" | "warn" => "off",
             level => level,
         };
         let filter = tracing_subscriber::EnvFilter::new(format!(
-            "{level},cranelift=warn,wasmtime=warn,kube_client={kube}",
-            level = self.log_filter
+            "{level},cranelift=warn,wasmtime=warn,kube_client={kube},{trace}=off",
+            level = self.log_filter,
+            trace = tazuna_core::TRACE,
         ));
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
+        let logs = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
             .with_ansi(self.stderr_color == Color::Always)
             .with_target(false)
             .without_time()
+            .with_filter(filter);
+        let mut telemetry = None;
+        let traces =
+            self.otlp.as_ref().and_then(|endpoint| {
+                match crate::telemetry::Telemetry::start(endpoint) {
+                    Ok((started, tracer)) => {
+                        telemetry = Some(started);
+                        Some(
+                            tracing_opentelemetry::layer()
+                                .with_tracer(tracer)
+                                .with_location(false)
+                                .with_threads(false)
+                                .with_filter(
+                                    tracing_subscriber::filter::Targets::new()
+                                        .with_target(tazuna_core::TRACE, tracing::Level::TRACE),
+                                ),
+                        )
+                    }
+                    Err(error) => {
+                        eprintln!("warning: no traces are sent: {error:#}");
+                        None
+                    }
+                }
+            });
+        let _ = tracing_subscriber::registry()
+            .with(logs)
+            .with(traces)
             .try_init();
+        telemetry
     }
 }
 

@@ -798,7 +798,13 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
     succeed(
         cluster
             .kubectl()
-            .args(["apply", "--server-side", "--field-manager", "go-tazuna", "-f"])
+            .args([
+                "apply",
+                "--server-side",
+                "--field-manager",
+                "go-tazuna",
+                "-f",
+            ])
             .arg(dir.path().join("old.yaml")),
     );
     succeed(cluster.kubectl().args([
@@ -851,7 +857,14 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
     );
     let old_one = kubectl_json(
         &cluster,
-        &["-n", "default", "get", "configmap", "old-one", "--show-managed-fields"],
+        &[
+            "-n",
+            "default",
+            "get",
+            "configmap",
+            "old-one",
+            "--show-managed-fields",
+        ],
     );
     assert_eq!(old_one["data"]["k"], "v", "{old_one}");
     let owners: Vec<&str> = old_one["metadata"]["managedFields"]
@@ -861,7 +874,11 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         .filter(|f| f["fieldsV1"]["f:data"].get("f:k").is_some())
         .map(|f| f["manager"].as_str().unwrap())
         .collect();
-    assert_eq!(owners, ["tazuna"], "Tazuna alone owns the field now: {old_one}");
+    assert_eq!(
+        owners,
+        ["tazuna"],
+        "Tazuna alone owns the field now: {old_one}"
+    );
     assert!(
         !exists(
             &cluster,

@@ -132,8 +132,9 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
             .arg(format!("oci://{host}/plugins/probe")),
     );
     assert!(
-        String::from_utf8_lossy(&own.stdout)
-            .contains(&format!("pushed probe 0.1.0 to oci://{host}/plugins/probe:0.1.0")),
+        String::from_utf8_lossy(&own.stdout).contains(&format!(
+            "pushed probe 0.1.0 to oci://{host}/plugins/probe:0.1.0"
+        )),
         "{}",
         text(&own)
     );
@@ -142,13 +143,15 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
     let Some(oras) = e2e::tools(&[tazuna_tests::assets::Tool::Oras]) else {
         return;
     };
-    succeed(Command::new(oras.path(tazuna_tests::assets::Tool::Oras)).args([
-        "cp",
-        "--from-plain-http",
-        "--to-plain-http",
-        &format!("{host}/plugins/probe:0.1.0"),
-        &format!("{host}/plugins/configmap:0.2.0"),
-    ]));
+    succeed(
+        Command::new(oras.path(tazuna_tests::assets::Tool::Oras)).args([
+            "cp",
+            "--from-plain-http",
+            "--to-plain-http",
+            &format!("{host}/plugins/probe:0.1.0"),
+            &format!("{host}/plugins/configmap:0.2.0"),
+        ]),
+    );
     let probe_digest = succeed(
         Command::new(oras.path(tazuna_tests::assets::Tool::Oras)).args([
             "resolve",
@@ -156,7 +159,9 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
             &format!("{host}/plugins/configmap:0.2.0"),
         ]),
     );
-    let probe_digest = String::from_utf8_lossy(&probe_digest.stdout).trim().to_owned();
+    let probe_digest = String::from_utf8_lossy(&probe_digest.stdout)
+        .trim()
+        .to_owned();
     assert!(probe_digest.starts_with("sha256:"), "{probe_digest}");
     if let Some(manifest) = skopeo_manifest(&format!("{host}/plugins/configmap:0.1.0")) {
         assert_eq!(

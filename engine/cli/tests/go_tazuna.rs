@@ -103,7 +103,10 @@ spec:
         text(&applied)
     );
     for name in ["base-a", "base-b", "app-a"] {
-        assert!(exists(&cluster, &["configmap", name, "-n", "default"]), "{name}");
+        assert!(
+            exists(&cluster, &["configmap", name, "-n", "default"]),
+            "{name}"
+        );
     }
 
     // A no-op sends nothing; `--sync` sends every object again.
@@ -115,15 +118,20 @@ spec:
     let synced = output(tazuna().args(["apply", "--sync"]));
     assert!(synced.status.success(), "{}", text(&synced));
     if let (Some(before), Some(after)) = (after_noop, configmap_writes(&cluster)) {
-        assert_eq!(after - before, 3, "--sync sends each of the three objects once");
+        assert_eq!(
+            after - before,
+            3,
+            "--sync sends each of the three objects once"
+        );
     }
 
     // `state sync`: an object deleted by hand leaves the state.
-    let deleted = output(
-        cluster
-            .kubectl()
-            .args(["delete", "configmap", "base-b", "-n", "default"]),
-    );
+    let deleted =
+        output(
+            cluster
+                .kubectl()
+                .args(["delete", "configmap", "base-b", "-n", "default"]),
+        );
     assert!(deleted.status.success(), "{}", text(&deleted));
     let dry = output(tazuna().args(["state", "sync", "--dry-run"]));
     assert!(dry.status.success(), "{}", text(&dry));
@@ -133,18 +141,31 @@ spec:
         text(&dry)
     );
     let listed = output(tazuna().args(["state", "list"]));
-    assert!(stdout(&listed).contains("base-b"), "--dry-run wrote nothing: {}", text(&listed));
+    assert!(
+        stdout(&listed).contains("base-b"),
+        "--dry-run wrote nothing: {}",
+        text(&listed)
+    );
     let sync = output(tazuna().args(["state", "sync", "-o", "json"]));
     assert!(sync.status.success(), "{}", text(&sync));
     let report: serde_json::Value = serde_json::from_slice(&sync.stdout).unwrap();
-    assert_eq!(report["dropped"].as_array().map(Vec::len), Some(1), "{report}");
+    assert_eq!(
+        report["dropped"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
     assert_eq!(report["dropped"][0]["name"], "base-b");
     let listed = output(tazuna().args(["state", "list"]));
     assert!(listed.status.success(), "{}", text(&listed));
     assert!(!stdout(&listed).contains("base-b"), "{}", text(&listed));
     assert!(stdout(&listed).contains("base-a"), "{}", text(&listed));
     let plan = output(tazuna().args(["plan", "--detailed-exitcode"]));
-    assert_eq!(plan.status.code(), Some(2), "base-b is to create: {}", text(&plan));
+    assert_eq!(
+        plan.status.code(),
+        Some(2),
+        "base-b is to create: {}",
+        text(&plan)
+    );
     let restored = output(tazuna().arg("apply"));
     assert!(restored.status.success(), "{}", text(&restored));
     assert!(exists(&cluster, &["configmap", "base-b", "-n", "default"]));
@@ -158,7 +179,11 @@ spec:
     // `check --fix` renames the manifest and the `dependsOn` naming it.
     let fixed = output(tazuna().args(["check", "--fix"]));
     assert!(fixed.status.success(), "{}", text(&fixed));
-    assert!(stderr(&fixed).contains("fixed 2 names in"), "{}", text(&fixed));
+    assert!(
+        stderr(&fixed).contains("fixed 2 names in"),
+        "{}",
+        text(&fixed)
+    );
     let file = std::fs::read_to_string(root.join("tazuna.yaml")).unwrap();
     assert!(
         file.contains("    - name: base-config\n") && file.contains("dependsOn: [ base-config ]"),
@@ -170,7 +195,10 @@ spec:
     assert!(renamed.status.success(), "{}", text(&renamed));
     assert!(!stderr(&renamed).contains("warning:"), "{}", text(&renamed));
     for name in ["base-a", "base-b", "app-a"] {
-        assert!(exists(&cluster, &["configmap", name, "-n", "default"]), "{name}");
+        assert!(
+            exists(&cluster, &["configmap", name, "-n", "default"]),
+            "{name}"
+        );
     }
 
     // Go Tazuna's destroy guard.
@@ -190,7 +218,11 @@ spec:
             .args(["destroy", "--yes"]),
     );
     assert_eq!(guarded.status.code(), Some(1), "{}", text(&guarded));
-    assert!(stderr(&guarded).contains("destroy is forbidden here"), "{}", text(&guarded));
+    assert!(
+        stderr(&guarded).contains("destroy is forbidden here"),
+        "{}",
+        text(&guarded)
+    );
     let forced = output(tazuna().args(["destroy", "--force"]));
     assert_eq!(forced.status.code(), Some(1), "{}", text(&forced));
     assert!(
@@ -198,7 +230,11 @@ spec:
         "{}",
         text(&forced)
     );
-    assert_eq!(deletes(&cluster), deletes_before, "a refused destroy deletes nothing");
+    assert_eq!(
+        deletes(&cluster),
+        deletes_before,
+        "a refused destroy deletes nothing"
+    );
     assert!(exists(&cluster, &["configmap", "app-a", "-n", "default"]));
 
     // Destroy by tags, then the rest, with Go's spelling.
@@ -217,7 +253,10 @@ spec:
     );
     assert!(all.status.success(), "{}", text(&all));
     for name in ["base-a", "base-b"] {
-        assert!(!exists(&cluster, &["configmap", name, "-n", "default"]), "{name}");
+        assert!(
+            !exists(&cluster, &["configmap", name, "-n", "default"]),
+            "{name}"
+        );
     }
 }
 
@@ -281,19 +320,31 @@ spec:
     let table = stdout(&listed);
     assert!(table.starts_with("MANIFEST"), "{table}");
     assert!(
-        table.lines().any(|l| l.starts_with("hello") && l.contains("1.0.0")),
+        table
+            .lines()
+            .any(|l| l.starts_with("hello") && l.contains("1.0.0")),
         "{table}"
     );
     assert!(
-        table.lines().any(|l| l.starts_with("platform") && l.contains("world") && l.contains("0.3.0")),
+        table
+            .lines()
+            .any(|l| l.starts_with("platform") && l.contains("world") && l.contains("0.3.0")),
         "{table}"
     );
     assert!(!table.contains("LATEST"), "{table}");
 
     let checked = output(offline_tazuna(root).args(["chart", "list", "--check-latest"]));
-    assert_eq!(checked.status.code(), Some(2), "hello is outdated: {}", text(&checked));
+    assert_eq!(
+        checked.status.code(),
+        Some(2),
+        "hello is outdated: {}",
+        text(&checked)
+    );
     let table = stdout(&checked);
-    assert!(table.contains("1.2.0 (newer)"), "the newest stable, not 2.0.0-rc.1: {table}");
+    assert!(
+        table.contains("1.2.0 (newer)"),
+        "the newest stable, not 2.0.0-rc.1: {table}"
+    );
     assert!(!table.contains("2.0.0-rc.1"), "{table}");
 
     let json = output(offline_tazuna(root).args(["chart", "list", "--check-latest", "-o", "json"]));
@@ -385,17 +436,34 @@ stringData:
     std::fs::write(root.join("huge.yaml"), vec![b'#'; 5 * 1024 * 1024]).unwrap();
     let huge = output(offline_tazuna(root).args(["secret-to-genesissecret", "huge.yaml"]));
     assert_eq!(huge.status.code(), Some(1), "{}", text(&huge));
-    assert!(stderr(&huge).contains("larger than 4 MiB"), "{}", text(&huge));
+    assert!(
+        stderr(&huge).contains("larger than 4 MiB"),
+        "{}",
+        text(&huge)
+    );
     let endless = output(offline_tazuna(root).args(["secret-to-genesissecret", "/dev/zero"]));
     assert_eq!(endless.status.code(), Some(1), "{}", text(&endless));
-    assert!(stderr(&endless).contains("not a regular file"), "{}", text(&endless));
+    assert!(
+        stderr(&endless).contains("not a regular file"),
+        "{}",
+        text(&endless)
+    );
 
     // Anything but a Secret is refused, naming the document.
-    write(root, "other.yaml", &format!("{}---\n{}", "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\ndata: {k: dg==}\n", configmap("b")));
+    write(
+        root,
+        "other.yaml",
+        &format!(
+            "{}---\n{}",
+            "apiVersion: v1\nkind: Secret\nmetadata: {name: a}\ndata: {k: dg==}\n",
+            configmap("b")
+        ),
+    );
     let refused = output(offline_tazuna(root).args(["secret-to-genesissecret", "other.yaml"]));
     assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
     assert!(
-        stderr(&refused).contains("`other.yaml`: document 2") && stderr(&refused).contains("not a `v1 Secret`"),
+        stderr(&refused).contains("`other.yaml`: document 2")
+            && stderr(&refused).contains("not a `v1 Secret`"),
         "{}",
         text(&refused)
     );
@@ -467,7 +535,11 @@ fn offline_renders_neither_pull_a_plugin_nor_reach_a_chart_repository() {
     with_helm(&mut online);
     let online = output(online.arg("build"));
     assert!(online.status.success(), "{}", text(&online));
-    assert!(stdout(&online).contains("kind: Deployment"), "{}", text(&online));
+    assert!(
+        stdout(&online).contains("kind: Deployment"),
+        "{}",
+        text(&online)
+    );
     let mut cut = offline_tazuna(root);
     with_helm(&mut cut);
     let cut = output(cut.args(["build", "--offline"]));
@@ -524,21 +596,34 @@ fn a_hint_file_gives_helmfile_its_defaults_and_refuses_broken_rules() {
         .iter()
         .find(|o| o["kind"] == "Deployment")
         .expect("the chart's Deployment");
-    assert_eq!(deployment["spec"]["replicas"], 3, "the hint's default reached helmfile");
-    assert!(stdout(&built).contains("hello-from-the-hint-test"), "{}", text(&built));
+    assert_eq!(
+        deployment["spec"]["replicas"], 3,
+        "the hint's default reached helmfile"
+    );
+    assert!(
+        stdout(&built).contains("hello-from-the-hint-test"),
+        "{}",
+        text(&built)
+    );
 
     // A var the manifest gives wins over the default.
     write(
         root,
         "tazuna.yaml",
-        &file("          greeting: { from: static, static: hi }\n          replicas: { from: static, static: 1 }\n"),
+        &file(
+            "          greeting: { from: static, static: hi }\n          replicas: { from: static, static: 1 }\n",
+        ),
     );
     let built = output(tazuna().arg("build"));
     assert!(built.status.success(), "{}", text(&built));
     assert!(stdout(&built).contains("replicas: 1"), "{}", text(&built));
 
     // A required var left out: check names it, the manifest and the hint file.
-    write(root, "tazuna.yaml", &file("          replicas: { from: static, static: 1 }\n"));
+    write(
+        root,
+        "tazuna.yaml",
+        &file("          replicas: { from: static, static: 1 }\n"),
+    );
     let checked = output(tazuna().arg("check"));
     assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
     let said = stderr(&checked);
@@ -553,7 +638,9 @@ fn a_hint_file_gives_helmfile_its_defaults_and_refuses_broken_rules() {
     write(
         root,
         "tazuna.yaml",
-        &file("          greeting: { from: static, static: hi }\n          replicas: { from: static, static: three }\n"),
+        &file(
+            "          greeting: { from: static, static: hi }\n          replicas: { from: static, static: three }\n",
+        ),
     );
     let checked = output(tazuna().arg("check"));
     assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
@@ -564,7 +651,12 @@ fn a_hint_file_gives_helmfile_its_defaults_and_refuses_broken_rules() {
         text(&checked)
     );
     let built = output(tazuna().arg("build"));
-    assert_eq!(built.status.code(), Some(1), "build refuses it too: {}", text(&built));
+    assert_eq!(
+        built.status.code(),
+        Some(1),
+        "build refuses it too: {}",
+        text(&built)
+    );
 }
 
 #[test]
@@ -580,7 +672,9 @@ fn apply_atomic_undoes_a_failed_run_objects_and_state() {
         "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: base\n      type: manifests\n      path: ./base\n      namespace: default\n    - name: app\n      type: manifests\n      path: ./app\n      namespace: default\n      dependsOn: [base]\n",
     );
     let versioned = |name: &str, version: &str| {
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: \"{version}\"\n")
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: \"{version}\"\n"
+        )
     };
     write(root, "base/keep.yaml", &versioned("keep", "1"));
     write(root, "app/app.yaml", &versioned("app", "1"));
@@ -608,20 +702,34 @@ fn apply_atomic_undoes_a_failed_run_objects_and_state() {
 
     // The next change: base changes one object and adds another, then app
     // fails (the API server refuses a name).
-    write(root, "base/keep.yaml", &format!("{}---\n{}", versioned("keep", "2"), versioned("added", "2")));
+    write(
+        root,
+        "base/keep.yaml",
+        &format!("{}---\n{}", versioned("keep", "2"), versioned("added", "2")),
+    );
     write(root, "app/app.yaml", &versioned("Not_A_Name", "2"));
     let atomic = output(tazuna(&cluster, root).args(["apply", "--atomic"]));
     assert_eq!(atomic.status.code(), Some(1), "{}", text(&atomic));
     assert!(
-        stderr(&atomic).contains("rolled back (--atomic): 1 created object(s) deleted, 1 changed object(s) restored"),
+        stderr(&atomic).contains(
+            "rolled back (--atomic): 1 created object(s) deleted, 1 changed object(s) restored"
+        ),
         "{}",
         text(&atomic)
     );
     assert_eq!(version("keep"), "1", "the changed object is as it was");
-    assert!(!exists(&cluster, &["configmap", "added", "-n", "default"]), "the created object is gone");
+    assert!(
+        !exists(&cluster, &["configmap", "added", "-n", "default"]),
+        "the created object is gone"
+    );
     assert_eq!(state_of("base"), base_state, "the state is as it was");
     let diff = output(tazuna(&cluster, root).args(["state", "diff", "--detailed-exitcode"]));
-    assert_eq!(diff.status.code(), Some(2), "the change is still to apply: {}", text(&diff));
+    assert_eq!(
+        diff.status.code(),
+        Some(2),
+        "the change is still to apply: {}",
+        text(&diff)
+    );
 
     // Without --atomic, what applied before the failure stays (and is recorded).
     let partial = output(tazuna(&cluster, root).arg("apply"));
@@ -633,4 +741,425 @@ fn apply_atomic_undoes_a_failed_run_objects_and_state() {
     // Deletions cannot be undone: --atomic refuses --prune.
     let refused = output(tazuna(&cluster, root).args(["apply", "--atomic", "--prune"]));
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+}
+
+/// An OTLP/HTTP endpoint the collector exports to (`encoding: json`): every
+/// request body it receives, parsed.
+struct TraceSink {
+    port: u16,
+    bodies: std::sync::Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+}
+
+impl TraceSink {
+    fn start() -> Self {
+        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = bodies.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut length = 0usize;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                if reader.read_exact(&mut body).is_ok()
+                    && let Ok(value) = serde_json::from_slice(&body)
+                {
+                    kept.lock().unwrap().push(value);
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+                );
+            }
+        });
+        Self { port, bodies }
+    }
+
+    /// Every span received so far, with its resource's `service.name`.
+    fn spans(&self) -> Vec<Span> {
+        let mut spans = Vec::new();
+        for body in self.bodies.lock().unwrap().iter() {
+            for resource in body["resourceSpans"].as_array().into_iter().flatten() {
+                let service = attribute(&resource["resource"]["attributes"], "service.name");
+                for scope in resource["scopeSpans"].as_array().into_iter().flatten() {
+                    for span in scope["spans"].as_array().into_iter().flatten() {
+                        spans.push(Span {
+                            service: service.clone().unwrap_or_default(),
+                            trace: span["traceId"].as_str().unwrap_or_default().to_owned(),
+                            id: span["spanId"].as_str().unwrap_or_default().to_owned(),
+                            parent: span["parentSpanId"].as_str().unwrap_or_default().to_owned(),
+                            name: span["name"].as_str().unwrap_or_default().to_owned(),
+                            status: span["status"]["code"].as_i64().unwrap_or(0),
+                            attributes: span["attributes"].clone(),
+                        });
+                    }
+                }
+            }
+        }
+        spans
+    }
+
+    /// The spans of the one trace whose root is named `root`, once its root
+    /// has arrived (at most 30 s).
+    fn trace(&self, root: &str, service: &str) -> Vec<Span> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let spans = self.spans();
+            if let Some(found) = spans
+                .iter()
+                .find(|s| s.name == root && s.parent.is_empty() && s.service == service)
+            {
+                let trace = found.trace.clone();
+                // The batch that holds the root is the last one sent.
+                return spans.into_iter().filter(|s| s.trace == trace).collect();
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no trace `{root}` of `{service}` reached the collector's sink; spans seen: {:?}",
+                spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+/// One span as OTLP/JSON carries it.
+#[derive(Debug, Clone)]
+struct Span {
+    service: String,
+    trace: String,
+    id: String,
+    parent: String,
+    name: String,
+    /// 0 unset, 1 ok, 2 error.
+    status: i64,
+    attributes: serde_json::Value,
+}
+
+impl Span {
+    fn attribute(&self, key: &str) -> Option<String> {
+        attribute(&self.attributes, key)
+    }
+}
+
+/// An attribute's value as text (OTLP/JSON writes integers as strings).
+fn attribute(attributes: &serde_json::Value, key: &str) -> Option<String> {
+    attributes
+        .as_array()?
+        .iter()
+        .find(|a| a["key"] == key)
+        .map(|a| {
+            let value = &a["value"];
+            ["stringValue", "intValue", "boolValue", "doubleValue"]
+                .iter()
+                .find_map(|kind| value.get(*kind))
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                .unwrap_or_default()
+        })
+}
+
+/// The spans of `spans` named `name` whose parent is `parent`.
+fn children<'a>(spans: &'a [Span], parent: &Span, name: &str) -> Vec<&'a Span> {
+    spans
+        .iter()
+        .filter(|s| s.parent == parent.id && s.name == name)
+        .collect()
+}
+
+/// A real OpenTelemetry Collector (built from the Go module proxy by
+/// install.sh) receiving OTLP on gRPC and HTTP and exporting to `sink`.
+struct Collector {
+    child: std::process::Child,
+    grpc: u16,
+    http: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Collector {
+    fn start(binary: &Path, sink: &TraceSink) -> Self {
+        let free = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        };
+        let (grpc, http) = (free(), free());
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "receivers:\n  otlp:\n    protocols:\n      grpc: {{ endpoint: 127.0.0.1:{grpc} }}\n      http: {{ endpoint: 127.0.0.1:{http} }}\nexporters:\n  otlphttp:\n    endpoint: http://127.0.0.1:{sink}\n    encoding: json\n    compression: none\n    retry_on_failure: {{ enabled: false }}\nservice:\n  telemetry:\n    metrics: {{ level: none }}\n  pipelines:\n    traces: {{ receivers: [otlp], exporters: [otlphttp] }}\n",
+            sink = sink.port
+        );
+        write(dir.path(), "config.yaml", &config);
+        let log = std::fs::File::create(dir.path().join("collector.log")).unwrap();
+        let child = Command::new(binary)
+            .arg("--config")
+            .arg(dir.path().join("config.yaml"))
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let collector = Self {
+            child,
+            grpc,
+            http,
+            _dir: dir,
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", http)).is_err()
+            || std::net::TcpStream::connect(("127.0.0.1", grpc)).is_err()
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the collector did not start: {}",
+                collector.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        collector
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("collector.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn otlp_traces_reach_a_real_collector_with_the_run_tree_over_grpc_and_http() {
+    let Some(tools) = e2e::tools(&[Tool::Kustomize, Tool::Otelcol]) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::start("traces") else {
+        return;
+    };
+    let sink = TraceSink::start();
+    let collector = Collector::start(&tools.path(Tool::Otelcol), &sink);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "tazuna.yaml",
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: config
+      type: manifests
+      path: ./config
+      namespace: default
+    - name: app
+      type: kustomize
+      path: ./app
+      namespace: default
+      dependsOn: [config]
+      wait: { enabled: true, timeoutSeconds: 90 }
+"#,
+    );
+    write(
+        root,
+        "config/configmaps.yaml",
+        &format!("{}---\n{}", configmap("traced-a"), configmap("traced-b")),
+    );
+    write(root, "app/kustomization.yaml", "resources:\n  - app.yaml\n");
+    write(
+        root,
+        "app/app.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: traced\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: traced}\n  template:\n    metadata:\n      labels: {app: traced}\n    spec:\n      containers:\n        - name: app\n          image: registry.k8s.io/pause:3.10\n",
+    );
+    let tazuna = || {
+        let mut command = tazuna(&cluster, root);
+        command.env("TAZUNA_TOOL_KUSTOMIZE", tools.path(Tool::Kustomize));
+        command
+    };
+
+    // Go Tazuna's flags: a host and port, in plain text, over gRPC.
+    let applied = output(tazuna().args([
+        "apply",
+        "--otlp-endpoint",
+        &format!("127.0.0.1:{}", collector.grpc),
+        "--otlp-insecure",
+    ]));
+    assert!(
+        applied.status.success(),
+        "{}\ncollector: {}",
+        text(&applied),
+        collector.log()
+    );
+    assert!(exists(&cluster, &["deployment", "traced", "-n", "default"]));
+    // Spans are the collector's, not stderr's.
+    assert!(
+        !stderr(&applied).contains("tazuna_trace") && !stderr(&applied).contains("plugin call"),
+        "{}",
+        text(&applied)
+    );
+
+    let spans = sink.trace("tazuna apply", "tazuna");
+    let one = |name: &str| -> &Span {
+        let found: Vec<&Span> = spans.iter().filter(|s| s.name == name).collect();
+        assert_eq!(found.len(), 1, "one `{name}` span in {spans:#?}");
+        found[0]
+    };
+    let command = one("tazuna apply");
+    assert_eq!(command.status, 1, "the command ended ok: {command:?}");
+    assert_eq!(
+        command.attribute("tazuna.command").as_deref(),
+        Some("apply")
+    );
+    let run = one("run");
+    assert_eq!(run.parent, command.id, "the run is the command's child");
+    assert_eq!(run.attribute("tazuna.verb").as_deref(), Some("apply"));
+    assert_eq!(
+        run.attribute("tazuna.context").as_deref(),
+        Some(cluster.context())
+    );
+    assert_eq!(run.attribute("tazuna.manifests").as_deref(), Some("2"));
+    assert_eq!(
+        run.attribute("tazuna.objects.created").as_deref(),
+        Some("3")
+    );
+    assert_eq!(run.status, 1, "{run:?}");
+
+    // render → render manifest → plugin call → tool run (kustomize's only).
+    let render = one("render");
+    assert_eq!(render.parent, run.id);
+    let rendered = children(&spans, render, "render manifest");
+    let mut names: Vec<String> = rendered
+        .iter()
+        .filter_map(|s| s.attribute("tazuna.manifest"))
+        .collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(
+        names,
+        ["app", "config"],
+        "each manifest renders under the render: {spans:#?}"
+    );
+    let app_render = rendered
+        .iter()
+        .find(|s| s.attribute("tazuna.manifest").as_deref() == Some("app"))
+        .unwrap();
+    assert_eq!(app_render.attribute("tazuna.objects").as_deref(), Some("1"));
+    let calls = children(&spans, app_render, "plugin call");
+    assert_eq!(calls.len(), 1, "{spans:#?}");
+    assert_eq!(
+        calls[0].attribute("tazuna.plugin").as_deref(),
+        Some("kustomize")
+    );
+    assert_eq!(
+        calls[0].attribute("tazuna.function").as_deref(),
+        Some("render")
+    );
+    let tools_run = children(&spans, calls[0], "tool run");
+    assert_eq!(tools_run.len(), 1, "{spans:#?}");
+    assert_eq!(
+        tools_run[0].attribute("tazuna.tool").as_deref(),
+        Some("kustomize")
+    );
+    assert_eq!(
+        tools_run[0].attribute("tazuna.exit_code").as_deref(),
+        Some("0")
+    );
+
+    // manifest → apply phase, and the Deployment's wait.
+    let manifests = children(&spans, run, "manifest");
+    assert_eq!(manifests.len(), 2, "{spans:#?}");
+    let app = manifests
+        .iter()
+        .find(|s| s.attribute("tazuna.manifest").as_deref() == Some("app"))
+        .unwrap();
+    assert_eq!(
+        app.attribute("tazuna.objects.created").as_deref(),
+        Some("1")
+    );
+    assert_eq!(app.status, 1);
+    let phases = children(&spans, app, "apply phase");
+    assert_eq!(phases.len(), 1, "{spans:#?}");
+    assert_eq!(
+        phases[0].attribute("tazuna.phase").as_deref(),
+        Some("definitions and objects")
+    );
+    let waits = children(&spans, app, "wait");
+    assert_eq!(waits.len(), 1, "{spans:#?}");
+    assert_eq!(waits[0].attribute("tazuna.objects").as_deref(), Some("1"));
+    assert_eq!(
+        waits[0].status, 1,
+        "the Deployment became ready: {:?}",
+        waits[0]
+    );
+    let config = manifests
+        .iter()
+        .find(|s| s.attribute("tazuna.manifest").as_deref() == Some("config"))
+        .unwrap();
+    assert_eq!(
+        config.attribute("tazuna.objects.created").as_deref(),
+        Some("2")
+    );
+
+    // The standard variables, over HTTP: a no-op apply, as its own service.
+    let again = output(
+        tazuna()
+            .arg("apply")
+            .env(
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                format!("http://127.0.0.1:{}", collector.http),
+            )
+            .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+            .env("OTEL_SERVICE_NAME", "platform-bootstrap"),
+    );
+    assert!(again.status.success(), "{}", text(&again));
+    let spans = sink.trace("tazuna apply", "platform-bootstrap");
+    let run = spans.iter().find(|s| s.name == "run").expect("a run span");
+    assert_eq!(
+        run.attribute("tazuna.objects.unchanged").as_deref(),
+        Some("3"),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.attribute("tazuna.objects.created").as_deref(),
+        Some("0"),
+        "{run:?}"
+    );
+    assert!(spans.iter().all(|s| s.service == "platform-bootstrap"));
+
+    // A failing run says so on its spans: a manifest whose path is gone.
+    std::fs::remove_dir_all(root.join("config")).unwrap();
+    let failed = output(tazuna().args([
+        "plan",
+        "--otlp-endpoint",
+        &format!("http://127.0.0.1:{}", collector.grpc),
+    ]));
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    let spans = sink.trace("tazuna plan", "tazuna");
+    let command = spans.iter().find(|s| s.name == "tazuna plan").unwrap();
+    assert_eq!(
+        command.status, 2,
+        "the failed command is an error: {command:?}"
+    );
+    let broken = spans
+        .iter()
+        .find(|s| {
+            s.name == "render manifest"
+                && s.attribute("tazuna.manifest").as_deref() == Some("config")
+        })
+        .expect("the failed render has its span");
+    assert_eq!(broken.status, 2, "{broken:?}");
 }

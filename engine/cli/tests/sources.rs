@@ -778,6 +778,63 @@ spec:
         "{}",
         text(&built)
     );
+
+    // An environment the helmfile does not declare (helmfile alone refuses
+    // it): `.Environment.Name` is still the `-e` name, as in Go Tazuna, in
+    // the helmfile and in its values templates, and relative paths keep
+    // their meaning.
+    edit(
+        &root.join("tazuna.yaml"),
+        "    staging: {}\n",
+        "    staging: {}\n    production: {}\n",
+    );
+    let undeclared = "releases:
+  - name: issuer
+    chart: ./charts/hello
+    values:
+      - message: {{ .Environment.Name }}-{{ index .Values.zones 1 }}
+      - values/{{ .Environment.Name }}.yaml.gotmpl
+";
+    write(
+        root,
+        "helmfile/cert-manager/helmfile.yaml.gotmpl",
+        undeclared,
+    );
+    write(
+        root,
+        "helmfile/cert-manager/values/production.yaml.gotmpl",
+        "message: {{ .Environment.Name }}-from-values\n",
+    );
+    let built = succeed(tazuna(&tools, root).args(["build", "-e", "production", "-o", "json"]));
+    let list: Value = serde_json::from_slice(&built.stdout).unwrap();
+    let config = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .expect("the chart's ConfigMap");
+    assert_eq!(
+        config["data"]["message"],
+        "production-from-values",
+        "{}",
+        text(&built)
+    );
+
+    // Read that way, the helmfile is still checked as a file: a key that runs
+    // a program is refused, naming the file and line.
+    write(
+        root,
+        "helmfile/cert-manager/helmfile.yaml.gotmpl",
+        &format!("{undeclared}helmBinary: /bin/sh\n"),
+    );
+    let refused = output(tazuna(&tools, root).args(["build", "-e", "production"]));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("helmfile.yaml.gotmpl` line 7 sets `helmBinary`"),
+        "{}",
+        text(&refused)
+    );
 }
 
 #[test]
@@ -902,7 +959,8 @@ fn a_chart_from_a_repository_that_needs_a_login_uses_helm_repo_add() {
         "--destination",
         charts.to_str().unwrap(),
     ]);
-    let Some(repository) = common::FileServer::serve(&charts, Some(("robot", "s3cret-pass"))) else {
+    let Some(repository) = common::FileServer::serve(&charts, Some(("robot", "s3cret-pass")))
+    else {
         assert!(
             std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
             "python3 is needed to serve the chart repository"

@@ -46,6 +46,9 @@ pub enum Tool {
     Helmfile,
     /// `oras`.
     Oras,
+    /// An OpenTelemetry Collector (OTLP receiver, otlphttp and debug
+    /// exporters), for the trace tests.
+    Otelcol,
 }
 
 impl Tool {
@@ -74,6 +77,7 @@ impl Tool {
             Tool::Kustomize => "kustomize",
             Tool::Helmfile => "helmfile",
             Tool::Oras => "oras",
+            Tool::Otelcol => "otelcol",
         }
     }
 
@@ -90,6 +94,7 @@ impl Tool {
             Tool::Kustomize => ("kustomize", "KUSTOMIZE_VERSION"),
             Tool::Helmfile => ("helmfile", "HELMFILE_VERSION"),
             Tool::Oras => ("oras", "ORAS_VERSION"),
+            Tool::Otelcol => ("otelcol", "OTELCOL_VERSION"),
         }
     }
 

@@ -304,9 +304,9 @@ pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, String> {
         edits.dedup_by_key(|e| (e.at.location.line, e.at.location.column));
         for edit in &edits {
             let at = &edit.at.location;
-            let line = lines
-                .get_mut(at.line - 1)
-                .ok_or_else(|| format!("{at}: the file has no such line; run `tazuna check` again"))?;
+            let line = lines.get_mut(at.line - 1).ok_or_else(|| {
+                format!("{at}: the file has no such line; run `tazuna check` again")
+            })?;
             let start = line
                 .char_indices()
                 .nth(at.column - 1)
@@ -332,7 +332,8 @@ pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, String> {
         fixed.push((file.to_owned(), edits.len(), lines.join("\n")));
     }
     for (file, _, text) in &fixed {
-        std::fs::write(file, text).map_err(|e| format!("cannot write `{}`: {e}", file.display()))?;
+        std::fs::write(file, text)
+            .map_err(|e| format!("cannot write `{}`: {e}", file.display()))?;
     }
     Ok(fixed.into_iter().map(|(file, n, _)| (file, n)).collect())
 }

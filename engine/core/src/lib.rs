@@ -9,6 +9,25 @@
 //! This crate does no I/O beyond reading the config files, and depends on no runtime,
 //! Kubernetes client or WebAssembly engine, so everything in it is unit-testable.
 
+/// The `tracing` target of the spans a run opens for OpenTelemetry (the run,
+/// each cluster, render, plugin call, tool run, manifest, apply phase and
+/// wait). Only the trace exporter listens to it; stderr logs leave it out.
+pub const TRACE: &str = "tazuna_trace";
+
+/// Mark a [`TRACE`] span `ok`, or `error` with why (its
+/// `otel.status_code` and `otel.status_description` fields).
+pub fn trace_status(span: &tracing::Span, status: Result<(), String>) {
+    match status {
+        Ok(()) => {
+            span.record("otel.status_code", "ok");
+        }
+        Err(why) => {
+            span.record("otel.status_code", "error");
+            span.record("otel.status_description", why.as_str());
+        }
+    }
+}
+
 pub mod check;
 pub mod compare;
 pub mod config;

@@ -11,6 +11,8 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument as _;
+
 use tazuna_core::config::{Fleet, OnFailure, Rollout, Target};
 use tazuna_core::hint::Hint;
 use tazuna_core::selector::Selector;
@@ -284,13 +286,28 @@ where
                 && running.len() < pace.max_parallel.max(1)
                 && !(failed && pace.on_failure == OnFailure::Stop)
             {
-                let future = each(wave.targets[next].clone());
+                let target = &wave.targets[next];
+                // A task starts with no span: the cluster's is the command's child.
+                let span = tracing::info_span!(
+                    target: tazuna_core::TRACE,
+                    "cluster",
+                    tazuna.cluster = target.name.as_str(),
+                    tazuna.environment = target.environment.as_str(),
+                    tazuna.wave = wave.name.as_str(),
+                    otel.status_code = tracing::field::Empty,
+                );
+                let future = each(target.clone());
                 let index = next;
-                running.spawn(async move {
-                    let start = Instant::now();
-                    let result = future.await;
-                    (index, result, start.elapsed())
-                });
+                running.spawn(
+                    async move {
+                        let start = Instant::now();
+                        let result = future.await;
+                        let status = if result.is_ok() { "ok" } else { "error" };
+                        tracing::Span::current().record("otel.status_code", status);
+                        (index, result, start.elapsed())
+                    }
+                    .instrument(span),
+                );
                 next += 1;
             }
             let Some(joined) = running.join_next().await else {

@@ -16,14 +16,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::Instrument as _;
+
 use tazuna_core::config::{self, Config, ConfigError, LoadOptions, Manifest, PluginSource, Wait};
 use tazuna_core::graph;
 use tazuna_core::hint::Hint;
 use tazuna_core::lock::{LockError, Lockfile};
 
 use crate::apply::{
-    ApplySettings, Conflicts, Event, Failure, ManifestOutcome, Mode, Observer, Outcome, Prune,
-    Recreate, Run, Unit,
+    ApplySettings, Conflicts, Counts, Event, Failure, ManifestOutcome, Mode, Observer, Outcome,
+    Prune, Recreate, Run, Unit,
 };
 use crate::cluster::{self, Cluster, ClusterError, ConnectOptions};
 use crate::distribution::{Blobs, Resolve};
@@ -524,6 +526,12 @@ impl Stack {
         manifests: &[&Manifest],
         cluster: &Cluster,
     ) -> Result<Vec<Result<Rendered, Failure>>, RunError> {
+        let _render = tracing::info_span!(
+            target: tazuna_core::TRACE,
+            "render",
+            tazuna.manifests = manifests.len(),
+        )
+        .entered();
         let (host, plugins) = self.source_plugins(manifests)?;
         // Secret references are resolved only here, on the way to a cluster,
         // in rendered Secrets and for the tools plugins run; `tazuna build`
@@ -631,6 +639,36 @@ impl Stack {
         Ok(results)
     }
 
+    /// The span of one run of `verb` on `cluster`: the cluster, the stack and
+    /// the environment, and (see [`record_run`]) the counts and outcome.
+    fn run_span(&self, verb: &str, cluster: &Cluster) -> tracing::Span {
+        use tracing::field::Empty;
+        let target = cluster.target();
+        tracing::info_span!(
+            target: tazuna_core::TRACE,
+            "run",
+            tazuna.verb = verb,
+            tazuna.stack = self.name(),
+            tazuna.environment = self.options.environment.as_deref().unwrap_or_default(),
+            tazuna.cluster = self
+                .options
+                .cluster
+                .as_deref()
+                .or(self.options.environment.as_deref())
+                .unwrap_or(target.context.as_str()),
+            tazuna.context = target.context.as_str(),
+            tazuna.server = target.server.as_str(),
+            tazuna.cluster_uid = target.uid.as_str(),
+            tazuna.manifests = Empty,
+            tazuna.objects.created = Empty,
+            tazuna.objects.configured = Empty,
+            tazuna.objects.unchanged = Empty,
+            tazuna.objects.pruned = Empty,
+            otel.status_code = Empty,
+            otel.status_description = Empty,
+        )
+    }
+
     /// The stack's records and everyone else's, from one list call.
     pub async fn states(&self, connection: &Connection) -> Result<StackStates, RunError> {
         let all = connection.store.load().await?;
@@ -691,6 +729,25 @@ impl Stack {
     /// write, take the Lease, apply layer by layer, prune by ownership (also
     /// the manifests removed from the file), and run `spec.tests`.
     pub async fn apply(
+        &self,
+        connection: &Connection,
+        options: &ApplyOptions,
+        observer: &dyn Observer,
+    ) -> Result<Vec<ManifestOutcome>, RunError> {
+        let verb = match options.mode {
+            Mode::Apply => "apply",
+            Mode::DryRun => "apply --dry-run",
+        };
+        let span = self.run_span(verb, &connection.cluster);
+        let outcome = self
+            .apply_traced(connection, options, observer)
+            .instrument(span.clone())
+            .await;
+        record_run(&span, outcome.as_ref().map(Vec::as_slice));
+        outcome
+    }
+
+    async fn apply_traced(
         &self,
         connection: &Connection,
         options: &ApplyOptions,
@@ -839,7 +896,11 @@ impl Stack {
 
     /// Undo a failed `--atomic` run: its objects as they were, and the state
     /// of every manifest it wrote as it was read at the start (`before`).
-    async fn roll_back(&self, run: &Run<'_>, before: &BTreeMap<String, Stored>) -> Result<(), RunError> {
+    async fn roll_back(
+        &self,
+        run: &Run<'_>,
+        before: &BTreeMap<String, Stored>,
+    ) -> Result<(), RunError> {
         let undone = run.roll_back().await;
         let now = self.states_of(run.store).await?;
         let mut states = 0;
@@ -927,6 +988,23 @@ impl Stack {
         connection: &Connection,
         question: Question,
     ) -> Result<Report, RunError> {
+        let span = self.run_span(question.verb(), &connection.cluster);
+        let report = self
+            .plan_traced(connection, question)
+            .instrument(span.clone())
+            .await;
+        tazuna_core::trace_status(
+            &span,
+            report.as_ref().map(|_| ()).map_err(ToString::to_string),
+        );
+        report
+    }
+
+    async fn plan_traced(
+        &self,
+        connection: &Connection,
+        question: Question,
+    ) -> Result<Report, RunError> {
         let ordered = self.ordered()?;
         let rendered = self.render_on(&ordered, &connection.cluster).await?;
         let mut errors = Vec::new();
@@ -986,6 +1064,34 @@ impl Stack {
     /// sees what would go and says whether to go on. `None` when there was
     /// nothing to destroy or it was not confirmed.
     pub async fn destroy(
+        &self,
+        connection: &Connection,
+        lock_timeout: Duration,
+        deletion_timeout: Duration,
+        confirm: impl FnOnce(&Teardown) -> bool,
+        observer: &dyn Observer,
+    ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
+        let span = self.run_span("destroy", &connection.cluster);
+        let outcome = self
+            .destroy_traced(
+                connection,
+                lock_timeout,
+                deletion_timeout,
+                confirm,
+                observer,
+            )
+            .instrument(span.clone())
+            .await;
+        record_run(
+            &span,
+            outcome
+                .as_ref()
+                .map(|outcomes| outcomes.as_deref().unwrap_or_default()),
+        );
+        outcome
+    }
+
+    async fn destroy_traced(
         &self,
         connection: &Connection,
         lock_timeout: Duration,
@@ -1292,6 +1398,37 @@ fn load_plugin_set(
         })?;
     }
     Ok(set)
+}
+
+/// A run's counts and outcome on its span: `ok` when every manifest applied.
+fn record_run(span: &tracing::Span, outcome: Result<&[ManifestOutcome], &RunError>) {
+    let outcomes = match outcome {
+        Ok(outcomes) => outcomes,
+        Err(error) => return tazuna_core::trace_status(span, Err(error.to_string())),
+    };
+    let mut total = Counts::default();
+    for outcome in outcomes {
+        total.created += outcome.counts.created;
+        total.configured += outcome.counts.configured;
+        total.unchanged += outcome.counts.unchanged;
+        total.pruned += outcome.counts.pruned;
+    }
+    span.record("tazuna.manifests", outcomes.len());
+    span.record("tazuna.objects.created", total.created);
+    span.record("tazuna.objects.configured", total.configured);
+    span.record("tazuna.objects.unchanged", total.unchanged);
+    span.record("tazuna.objects.pruned", total.pruned);
+    let failed = outcomes
+        .iter()
+        .filter(|o| o.outcome != Outcome::Applied)
+        .count();
+    tazuna_core::trace_status(
+        span,
+        match failed {
+            0 => Ok(()),
+            n => Err(format!("{n} of {} manifests did not apply", outcomes.len())),
+        },
+    );
 }
 
 /// What taking objects down needs of the apply settings: deletes only, one

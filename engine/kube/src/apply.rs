@@ -24,6 +24,7 @@ use serde_json::Value;
 use tazuna_core::config::{LoadBalancers, Manifest, Test, Wait};
 use tazuna_core::hooks;
 use tazuna_core::inventory::{self, ObjectRef, Phase};
+use tracing::Instrument as _;
 
 use tazuna_core::hint::Hint;
 
@@ -556,10 +557,15 @@ impl Run<'_> {
                             // The write is recorded as Tazuna's update; put the
                             // owners back as they were, or the next apply would
                             // conflict with that update.
-                            let owners = serde_json::json!({ "metadata": { "managedFields": owners } });
+                            let owners =
+                                serde_json::json!({ "metadata": { "managedFields": owners } });
                             match put {
                                 Ok(_) => api
-                                    .patch(name, &kube::api::PatchParams::default(), &Patch::Merge(&owners))
+                                    .patch(
+                                        name,
+                                        &kube::api::PatchParams::default(),
+                                        &Patch::Merge(&owners),
+                                    )
                                     .await
                                     .map(|_| done.restored += 1),
                                 Err(e) => Err(e),
@@ -695,27 +701,57 @@ impl Run<'_> {
                         });
                     }
                     let shared = &shared;
-                    running.push(async move {
-                        let began = Instant::now();
-                        let mut counts = Counts::default();
-                        let outcome = match &unit.rendered {
-                            Err(failure) => Outcome::Failed(failure.clone()),
-                            Ok(rendered) => match self
-                                .apply_manifest(unit, rendered, shared, &mut counts)
-                                .await
-                            {
-                                Ok(()) => Outcome::Applied,
-                                Err(error) => Outcome::Failed(Failure::of(&error)),
-                            },
-                        };
-                        let outcome = ManifestOutcome {
-                            manifest: unit.manifest.name.clone(),
-                            outcome,
-                            counts,
-                            elapsed: began.elapsed(),
-                        };
-                        (i, outcome)
-                    });
+                    let span = tracing::info_span!(
+                        target: tazuna_core::TRACE,
+                        "manifest",
+                        tazuna.manifest = unit.manifest.name.as_str(),
+                        tazuna.type = unit.manifest.kind.as_str(),
+                        tazuna.layer = layer + 1,
+                        tazuna.objects = unit.rendered.as_ref().map_or(0, |r| r.objects.len()),
+                        tazuna.objects.created = tracing::field::Empty,
+                        tazuna.objects.configured = tracing::field::Empty,
+                        tazuna.objects.unchanged = tracing::field::Empty,
+                        tazuna.objects.pruned = tracing::field::Empty,
+                        otel.status_code = tracing::field::Empty,
+                        otel.status_description = tracing::field::Empty,
+                    );
+                    let traced = span.clone();
+                    running.push(
+                        async move {
+                            let began = Instant::now();
+                            let mut counts = Counts::default();
+                            let outcome = match &unit.rendered {
+                                Err(failure) => Outcome::Failed(failure.clone()),
+                                Ok(rendered) => match self
+                                    .apply_manifest(unit, rendered, shared, &mut counts)
+                                    .await
+                                {
+                                    Ok(()) => Outcome::Applied,
+                                    Err(error) => Outcome::Failed(Failure::of(&error)),
+                                },
+                            };
+                            traced.record("tazuna.objects.created", counts.created);
+                            traced.record("tazuna.objects.configured", counts.configured);
+                            traced.record("tazuna.objects.unchanged", counts.unchanged);
+                            traced.record("tazuna.objects.pruned", counts.pruned);
+                            tazuna_core::trace_status(
+                                &traced,
+                                match &outcome {
+                                    Outcome::Applied => Ok(()),
+                                    Outcome::Failed(failure) => Err(failure.message.clone()),
+                                    Outcome::Skipped(why) => Err(why.clone()),
+                                },
+                            );
+                            let outcome = ManifestOutcome {
+                                manifest: unit.manifest.name.clone(),
+                                outcome,
+                                counts,
+                                elapsed: began.elapsed(),
+                            };
+                            (i, outcome)
+                        }
+                        .instrument(span),
+                    );
                 }
             }
             let Some((i, outcome)) = running.next().await else {
@@ -983,6 +1019,7 @@ impl Run<'_> {
             .iter()
             .filter_map(|o| defined_kind(&o.value))
             .collect();
+        const PHASES: [&str; 3] = ["namespaces", "definitions and objects", "custom resources"];
         let mut steps: [Vec<&Value>; 3] = Default::default();
         for index in split.main.iter().copied() {
             let rendered_object = &rendered.objects[index];
@@ -1006,7 +1043,7 @@ impl Run<'_> {
             Wait::Off => LoadBalancers::Ignored,
         };
         let mut watched: Vec<Watched> = Vec::new();
-        for objects in steps {
+        for (objects, phase) in steps.into_iter().zip(PHASES) {
             let mut prepared = Vec::with_capacity(objects.len());
             for value in objects {
                 let mut item = self.prepare(value.clone(), manifest, shared).await?;
@@ -1016,7 +1053,7 @@ impl Run<'_> {
                 prepared.push(item);
             }
             let (handled, failure) = self
-                .apply_phase(name, prepared, &prior, shared, counts)
+                .apply_phase(name, phase, prepared, &prior, shared, counts)
                 .await;
             for (entry, sent) in handled {
                 // Only what was sent and can be not ready is waited for.
@@ -1238,6 +1275,34 @@ impl Run<'_> {
     pub(crate) async fn apply_phase(
         &self,
         manifest: &str,
+        phase: &'static str,
+        prepared: Vec<Prepared>,
+        prior: &HashMap<ObjectRef, &Entry>,
+        shared: &Shared,
+        counts: &mut Counts,
+    ) -> (Vec<Handled>, Option<ManifestError>) {
+        if prepared.is_empty() {
+            return (Vec::new(), None);
+        }
+        let span = tracing::info_span!(
+            target: tazuna_core::TRACE,
+            "apply phase",
+            tazuna.phase = phase,
+            tazuna.objects = prepared.len(),
+            otel.status_code = tracing::field::Empty,
+            otel.status_description = tracing::field::Empty,
+        );
+        let (handled, error) = self
+            .apply_phase_untraced(manifest, prepared, prior, shared, counts)
+            .instrument(span.clone())
+            .await;
+        tazuna_core::trace_status(&span, error.as_ref().map_or(Ok(()), |e| Err(e.to_string())));
+        (handled, error)
+    }
+
+    async fn apply_phase_untraced(
+        &self,
+        manifest: &str,
         prepared: Vec<Prepared>,
         prior: &HashMap<ObjectRef, &Entry>,
         shared: &Shared,
@@ -1313,12 +1378,14 @@ impl Run<'_> {
 
         if self.settings.atomic && self.settings.mode == Mode::Apply && first_error.is_none() {
             for (position, item, action) in &to_send {
-                let resolved = item.resolved.as_ref().expect("only resolved objects are sent");
+                let resolved = item
+                    .resolved
+                    .as_ref()
+                    .expect("only resolved objects are sent");
                 let before = if *action == Action::Created {
                     None
                 } else {
-                    let api =
-                        api_for(self.client(), resolved, item.object.namespace.as_deref());
+                    let api = api_for(self.client(), resolved, item.object.namespace.as_deref());
                     match api.get_opt(&item.object.name).await {
                         Ok(found) => found.and_then(|o| serde_json::to_value(o).ok()),
                         Err(e) => {

@@ -165,7 +165,7 @@ impl Run<'_> {
             else {
                 // A dry run sends it as the others, and waits for nothing.
                 let (handled, failure) = self
-                    .apply_phase(name, vec![item], &unrecorded, shared, counts)
+                    .apply_phase(name, "hook", vec![item], &unrecorded, shared, counts)
                     .await;
                 entries.extend(handled.into_iter().map(|(entry, _)| entry));
                 if let Some(error) = failure {
@@ -186,7 +186,7 @@ impl Run<'_> {
             }
             // Never skipped as unchanged: a hook that runs is created.
             let (handled, failure) = self
-                .apply_phase(name, vec![item], &unrecorded, shared, counts)
+                .apply_phase(name, "hook", vec![item], &unrecorded, shared, counts)
                 .await;
             if let Some(error) = failure {
                 return Err(error);

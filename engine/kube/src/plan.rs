@@ -126,6 +126,17 @@ pub enum Question {
     Pending,
 }
 
+impl Question {
+    /// The command that asks it.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Self::Plan => "plan",
+            Self::Drift => "state drift",
+            Self::Pending => "state diff",
+        }
+    }
+}
+
 /// Compare `intents` with the cluster. `states` is the stack's own state;
 /// `all_names` are the manifests in the file (state of others is reported as
 /// to be pruned); `ownership` says which objects other manifests keep;

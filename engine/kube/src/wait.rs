@@ -103,6 +103,29 @@ pub async fn until_ready(
     load_balancers: LoadBalancers,
     on_ready: &(dyn Fn(&ObjectRef) + Sync),
 ) -> Result<(), WaitError> {
+    use tracing::Instrument as _;
+    let span = tracing::info_span!(
+        target: tazuna_core::TRACE,
+        "wait",
+        tazuna.objects = objects.len(),
+        tazuna.timeout_seconds = timeout.as_secs(),
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+    );
+    let result = until_ready_untraced(client, objects, timeout, load_balancers, on_ready)
+        .instrument(span.clone())
+        .await;
+    tazuna_core::trace_status(&span, result.as_ref().map_err(ToString::to_string).copied());
+    result
+}
+
+async fn until_ready_untraced(
+    client: &Client,
+    objects: Vec<Watched>,
+    timeout: Duration,
+    load_balancers: LoadBalancers,
+    on_ready: &(dyn Fn(&ObjectRef) + Sync),
+) -> Result<(), WaitError> {
     let mut groups: BTreeMap<GroupKey, (Resolved, Members)> = BTreeMap::new();
     for watched in objects {
         let verdict = match &watched.last {

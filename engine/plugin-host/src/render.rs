@@ -230,6 +230,8 @@ pub fn render_all(
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Rendered, RenderError>>>> =
         Mutex::new((0..manifests.len()).map(|_| None).collect());
+    // Each manifest's span belongs to the caller's, not to the worker thread.
+    let parent = tracing::Span::current();
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
@@ -238,7 +240,24 @@ pub fn render_all(
                     let Some(manifest) = manifests.get(index) else {
                         break;
                     };
-                    let result = render_one(host, plugins, manifest, settings);
+                    let span = tracing::info_span!(
+                        target: tazuna_core::TRACE,
+                        parent: &parent,
+                        "render manifest",
+                        tazuna.manifest = manifest.name.as_str(),
+                        tazuna.type = manifest.kind.as_str(),
+                        tazuna.objects = tracing::field::Empty,
+                        otel.status_code = tracing::field::Empty,
+                        otel.status_description = tracing::field::Empty,
+                    );
+                    let result = span.in_scope(|| render_one(host, plugins, manifest, settings));
+                    if let Ok(rendered) = &result {
+                        span.record("tazuna.objects", rendered.objects.len());
+                    }
+                    tazuna_core::trace_status(
+                        &span,
+                        result.as_ref().map(|_| ()).map_err(ToString::to_string),
+                    );
                     results
                         .lock()
                         .expect("no worker panics while holding the lock")[index] = Some(result);

@@ -239,11 +239,9 @@ fn from_environment(name: &str) -> Result<Vec<u8>, String> {
     // read with replacement characters.
     #[cfg(not(unix))]
     let bytes = |value: std::ffi::OsString| value.to_string_lossy().into_owned().into_bytes();
-    std::env::var_os(name)
-        .map(bytes)
-        .ok_or_else(|| {
-            format!("environment variable `{name}` is not set (provider `{ENV_PROVIDER}`)")
-        })
+    std::env::var_os(name).map(bytes).ok_or_else(|| {
+        format!("environment variable `{name}` is not set (provider `{ENV_PROVIDER}`)")
+    })
 }
 
 /// Loads the resolver for a provider type, on the host given.

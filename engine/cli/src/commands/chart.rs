@@ -103,7 +103,10 @@ impl Chart {
                 outln!("{}", serde_json::to_string_pretty(&items)?);
             }
             OutputFormat::Text if rows.is_empty() => {
-                eprintln!("no manifest in `{}` installs a Helm chart", settings.file.display());
+                eprintln!(
+                    "no manifest in `{}` installs a Helm chart",
+                    settings.file.display()
+                );
             }
             OutputFormat::Text => {
                 let mut table = vec![[
@@ -208,7 +211,8 @@ fn helmfile_releases(manifest: &str, path: &Path) -> Vec<Row> {
             continue;
         };
         for repository in value["repositories"].as_sequence().into_iter().flatten() {
-            if let (Some(name), Some(url)) = (repository["name"].as_str(), repository["url"].as_str())
+            if let (Some(name), Some(url)) =
+                (repository["name"].as_str(), repository["url"].as_str())
             {
                 let oci = repository["oci"].as_bool().unwrap_or(false);
                 repositories.insert(name.to_owned(), (url.to_owned(), oci));

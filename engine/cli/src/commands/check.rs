@@ -72,7 +72,10 @@ impl Check {
                 } else {
                     w.hint.replace("`tazuna check --fix`", "`--fix`")
                 };
-                format!("error: {}\n  --> {}\nhint: {hint}", w.message, w.at.location)
+                format!(
+                    "error: {}\n  --> {}\nhint: {hint}",
+                    w.message, w.at.location
+                )
             })
             .collect();
         for manifest in &manifests {

@@ -186,7 +186,10 @@ mod tests {
         assert!(guard_allows(Some("true"), true).is_ok());
         assert!(guard_allows(Some("true"), false).is_ok());
         let forced = guard_allows(None, true).unwrap_err().to_string();
-        assert!(forced.contains("TAZUNA_DESTROY_EXECUTABLE=true"), "{forced}");
+        assert!(
+            forced.contains("TAZUNA_DESTROY_EXECUTABLE=true"),
+            "{forced}"
+        );
         for value in ["false", "", "1", "TRUE"] {
             let refused = guard_allows(Some(value), false).unwrap_err().to_string();
             assert!(refused.contains("forbidden"), "{value}: {refused}");

@@ -98,9 +98,9 @@ impl SecretToGenesisSecret {
                     index + 1
                 )
             })?;
-            let (name, genesis) = self.convert(&secret).with_context(|| {
-                format!("{from}: document {}", index + 1)
-            })?;
+            let (name, genesis) = self
+                .convert(&secret)
+                .with_context(|| format!("{from}: document {}", index + 1))?;
             let keys: Vec<String> = secret
                 .data
                 .keys()
@@ -121,7 +121,11 @@ impl SecretToGenesisSecret {
         for (name, keys) in &stored {
             eprintln!(
                 "Secret `{name}`: store {} in provider `{provider}`{}: {} (no value was copied)",
-                if keys.len() == 1 { "this item" } else { "these items" },
+                if keys.len() == 1 {
+                    "this item"
+                } else {
+                    "these items"
+                },
                 self.uri
                     .as_deref()
                     .map(|uri| format!(" under `{uri}`"))

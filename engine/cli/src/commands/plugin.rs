@@ -231,7 +231,8 @@ fn push(
         },
     };
     let target = tagged(target, &info.name, &info.version)?;
-    let digest = tazuna_engine::stack::block_on(distribution::push(&info.name, component, &target))?;
+    let digest =
+        tazuna_engine::stack::block_on(distribution::push(&info.name, component, &target))?;
     outln!(
         "pushed {} {} to oci://{target}\ndigest: {digest}",
         info.name,

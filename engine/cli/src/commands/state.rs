@@ -285,9 +285,19 @@ impl Sync {
             ),
             OutputFormat::Text => {
                 for (manifest, object) in &dropped {
-                    outln!("{manifest}\t{}/{}\t{}\t{}", object.api_version(), object.kind, object.namespace.as_deref().unwrap_or(""), object.name);
+                    outln!(
+                        "{manifest}\t{}/{}\t{}\t{}",
+                        object.api_version(),
+                        object.kind,
+                        object.namespace.as_deref().unwrap_or(""),
+                        object.name
+                    );
                 }
-                let verb = if self.dry_run { "would drop" } else { "dropped" };
+                let verb = if self.dry_run {
+                    "would drop"
+                } else {
+                    "dropped"
+                };
                 match dropped.len() {
                     0 => outln!("state is in sync: every recorded object exists"),
                     n => outln!("{verb} {n} object(s) gone from the cluster from the state"),

@@ -232,6 +232,16 @@ pub fn tazuna_on(cluster: &tazuna_tests::e2e::TestCluster, dir: &Path) -> Comman
         .env_remove("TAZUNA_FILE")
         .env_remove("TAZUNA_ENVIRONMENT")
         .env_remove("TAZUNA_LOG");
+    // A developer's collector gets no test traces.
+    for variable in [
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+        "OTEL_SERVICE_NAME",
+    ] {
+        command.env_remove(variable);
+    }
     on_cluster(&mut command, cluster);
     command
 }

@@ -49,7 +49,11 @@ pub async fn newest_in_chart_repository(
         .and_then(reqwest::Response::error_for_status)
         .map_err(|e| unreadable(e.to_string()))?;
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| unreadable(e.to_string()))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| unreadable(e.to_string()))?
+    {
         if body.len() + chunk.len() > MAX_INDEX_BYTES {
             return Err(unreadable(format!(
                 "the index is larger than {} MiB",
@@ -115,7 +119,10 @@ mod tests {
             newest_stable(versions.into_iter()).as_deref(),
             Some("v1.10.0+build")
         );
-        assert_eq!(newest_stable(["1.0.0_1", "1.0.0"].into_iter()).as_deref(), Some("1.0.0_1"));
+        assert_eq!(
+            newest_stable(["1.0.0_1", "1.0.0"].into_iter()).as_deref(),
+            Some("1.0.0_1")
+        );
         assert_eq!(newest_stable(std::iter::empty()), None);
     }
 }

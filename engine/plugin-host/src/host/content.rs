@@ -163,6 +163,29 @@ fn helmfile_file(mounts: &[Mount], path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuse a helmfile handed on stdin (`--file=-`) that names a program to
+/// run or, read as a template, calls one: the same rules as for a file.
+pub fn helmfile_stdin(text: &[u8]) -> Result<(), String> {
+    if text.len() as u64 > MAX_TEMPLATE {
+        return Err(format!(
+            "the helmfile on stdin is {} bytes, more than the {MAX_TEMPLATE} Tazuna reads of a helmfile",
+            text.len()
+        ));
+    }
+    let text = String::from_utf8_lossy(text);
+    if let Some((line, function)) = program_call(&text) {
+        return Err(format!(
+            "the helmfile (line {line} on stdin) calls `{function}`, which runs a program: Tazuna renders repository content as data, so helmfile templates may not run programs; compute the value before the run and pass it in as a var (`helmfile.vars`)"
+        ));
+    }
+    if let Some((line, key, what)) = program_key(&text) {
+        return Err(format!(
+            "the helmfile (line {line} on stdin) sets `{key}`, which {what}: Tazuna renders repository content as data, and runs only the helm it was given; remove `{key}`"
+        ));
+    }
+    Ok(())
+}
+
 /// The first call of a [`PROGRAM_FUNCTIONS`] function inside a template
 /// action (`{{ … }}`), with its line.
 fn program_call(text: &str) -> Option<(usize, &'static str)> {
@@ -282,6 +305,20 @@ mod tests {
             Some("postRenderer")
         );
         assert_eq!(program_key("releases:\n  - name: hooks\n"), None);
+    }
+
+    #[test]
+    fn a_helmfile_on_stdin_is_held_to_the_rules_of_a_file() {
+        assert!(helmfile_stdin(b"environments:\n  production: {}\n---\nreleases: []\n").is_ok());
+        let error = helmfile_stdin(b"environments: {}\n---\nhelmBinary: /bin/sh\n").unwrap_err();
+        assert!(
+            error.contains("line 3 on stdin") && error.contains("`helmBinary`"),
+            "{error}"
+        );
+        let error = helmfile_stdin(b"x: {{ exec \"sh\" (list) }}\n").unwrap_err();
+        assert!(error.contains("calls `exec`"), "{error}");
+        let flood = vec![b'#'; MAX_TEMPLATE as usize + 1];
+        assert!(helmfile_stdin(&flood).unwrap_err().contains("more than"));
     }
 
     fn mounts(root: &Path) -> Vec<Mount> {

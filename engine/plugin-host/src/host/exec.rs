@@ -108,7 +108,8 @@ const TOOL_RULES: &[ToolRules] = &[
             "--kube-context",
             "--kubeconfig",
         ],
-        env: &["TAZUNA_VAR_"],
+        // HELMFILE_RENDER_YAML: a helmfile read from stdin is a template.
+        env: &["TAZUNA_VAR_", "HELMFILE_RENDER_YAML"],
     },
 ];
 
@@ -154,8 +155,36 @@ pub struct Network {
     pub offline: bool,
 }
 
-/// Run `command` for the plugin described by `ctx`.
+/// Run `command` for the plugin described by `ctx`, in a `tool run` trace
+/// span (the tool and its exit code; never its arguments or environment).
 pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, PluginError> {
+    let span = tracing::info_span!(
+        target: tazuna_core::TRACE,
+        "tool run",
+        tazuna.tool = command.tool.as_str(),
+        tazuna.plugin = ctx.plugin,
+        tazuna.exit_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+    );
+    let result = span.in_scope(|| run_untraced(ctx, command));
+    let status = match &result {
+        Ok(output) => {
+            span.record("tazuna.exit_code", output.exit_code);
+            match output.exit_code {
+                0 => Ok(()),
+                code => Err(format!("exited with {code}")),
+            }
+        }
+        // The render's error says why; a message here could quote what a
+        // tool was handed.
+        Err(_) => Err("the host refused to run it, or it could not start".to_owned()),
+    };
+    tazuna_core::trace_status(&span, status);
+    result
+}
+
+fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, PluginError> {
     let tool = command.tool.as_str();
     let grant = format!("exec:{tool}");
     if !ctx.capabilities.allows(&grant) {
@@ -225,7 +254,17 @@ pub fn run(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, Plugin
         .map(|path| cwd.join(path))
         .filter(|path| path.symlink_metadata().is_ok())
         .collect();
-    content::check(tool, ctx.mounts, &named).map_err(|problem| {
+    // A helmfile read from stdin is checked as the file it stands for, and
+    // the directory it is read in as a handed helmfile's.
+    let stdin_helmfile = tool == "helmfile" && command.stdin.is_some();
+    let checked = content::check(tool, ctx.mounts, &named).and_then(|()| {
+        match (&command.stdin, stdin_helmfile) {
+            (Some(text), true) => content::check(tool, ctx.mounts, std::slice::from_ref(&cwd))
+                .and_then(|()| content::helmfile_stdin(text)),
+            _ => Ok(()),
+        }
+    });
+    checked.map_err(|problem| {
         PluginError::CapabilityDenied(format!(
             "plugin `{}` cannot hand `{tool}` its input: {problem}",
             ctx.plugin

@@ -266,7 +266,7 @@ impl PluginHost {
             capabilities: Capabilities::none(),
             provenance,
         };
-        plugin.info = self.call(&plugin, None, |bindings, store| {
+        plugin.info = self.call(&plugin, "describe", None, |bindings, store| {
             bindings.tazuna_plugin_source().call_describe(store)
         })?;
         plugin.capabilities = match granted {
@@ -291,7 +291,7 @@ impl PluginHost {
         config: &str,
     ) -> Result<Vec<Diagnostic>, HostError> {
         let config = config.to_owned();
-        self.call(plugin, None, |bindings, store| {
+        self.call(plugin, "validate", None, |bindings, store| {
             bindings
                 .tazuna_plugin_source()
                 .call_validate(store, &config)
@@ -321,18 +321,18 @@ impl PluginHost {
             }
         } else {
             Network {
-            repositories: repositories
-                .into_iter()
-                .filter(|(_, url)| {
-                    jail::endpoint_of_url(url).is_some_and(|e| endpoints.contains(&e))
-                })
-                .map(|(name, _)| name)
-                .collect(),
-            endpoints,
-            offline: false,
+                repositories: repositories
+                    .into_iter()
+                    .filter(|(_, url)| {
+                        jail::endpoint_of_url(url).is_some_and(|e| endpoints.contains(&e))
+                    })
+                    .map(|(name, _)| name)
+                    .collect(),
+                endpoints,
+                offline: false,
             }
         };
-        self.call(plugin, Some(manifest_dir), |bindings, store| {
+        self.call(plugin, "render", Some(manifest_dir), |bindings, store| {
             store.data_mut().network = network;
             let result = bindings
                 .tazuna_plugin_source()
@@ -353,11 +353,13 @@ impl PluginHost {
     fn call<R>(
         &self,
         plugin: &SourcePlugin,
+        function: &'static str,
         manifest_dir: Option<&Path>,
         f: impl FnOnce(&SourceBindings, &mut Store<CallState>) -> wasmtime::Result<R>,
     ) -> Result<R, HostError> {
         self.call_in(
             &plugin.info.name,
+            function,
             &plugin.capabilities,
             plugin.builtin,
             manifest_dir,
@@ -391,6 +393,7 @@ impl PluginHost {
     fn call_in<R>(
         &self,
         name: &str,
+        function: &'static str,
         capabilities: &Capabilities,
         builtin: bool,
         manifest_dir: Option<&Path>,
@@ -475,9 +478,35 @@ impl PluginHost {
             })
         });
 
-        let result = run(&mut store);
+        let span = tracing::info_span!(
+            target: tazuna_core::TRACE,
+            "plugin call",
+            tazuna.plugin = name.as_str(),
+            tazuna.function = function,
+            tazuna.builtin = builtin,
+            tazuna.tool_seconds = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_description = tracing::field::Empty,
+        );
+        let result = span.in_scope(|| run(&mut store));
         drop(scratch);
-        result.map_err(|error| self.classify(&name, error))
+        span.record(
+            "tazuna.tool_seconds",
+            store.data().tools.spent.as_secs_f64(),
+        );
+        let result = result.map_err(|error| self.classify(&name, error));
+        // Only the kind of failure: a trap's message is the plugin's own text,
+        // which may quote what its tools printed.
+        tazuna_core::trace_status(
+            &span,
+            result.as_ref().map(|_| ()).map_err(|error| match error {
+                HostError::TimeBudget { .. } => "time budget exhausted".to_owned(),
+                HostError::MemoryBudget { .. } => "memory budget exhausted".to_owned(),
+                HostError::TooMuchData { .. } => "passed the host too much data".to_owned(),
+                _ => "the plugin crashed or could not start".to_owned(),
+            }),
+        );
+        result
     }
 
     fn classify(&self, plugin: &str, error: wasmtime::Error) -> HostError {

@@ -84,13 +84,20 @@ impl PluginHost {
                     "{e:#}\nhint: a secret resolver must target the WIT world `{RESOLVER_WORLD}`"
                 ),
             })?;
-        let (info, schemes) = self.call_in(label, &Capabilities::none(), false, None, |store| {
-            let bindings = pre.instantiate(&mut *store)?;
-            let resolver = bindings.tazuna_plugin_secret_resolver();
-            let info = resolver.call_describe(&mut *store)?;
-            let schemes = resolver.call_schemes(&mut *store)?;
-            Ok((info, schemes))
-        })?;
+        let (info, schemes) = self.call_in(
+            label,
+            "describe",
+            &Capabilities::none(),
+            false,
+            None,
+            |store| {
+                let bindings = pre.instantiate(&mut *store)?;
+                let resolver = bindings.tazuna_plugin_secret_resolver();
+                let info = resolver.call_describe(&mut *store)?;
+                let schemes = resolver.call_schemes(&mut *store)?;
+                Ok((info, schemes))
+            },
+        )?;
         let capabilities = match granted {
             Grants::Requested => Capabilities::effective(&info.capabilities, &info.capabilities),
             Grants::List(list) => Capabilities::effective(&info.capabilities, list),
@@ -122,6 +129,7 @@ impl PluginHost {
         let refs = refs.to_vec();
         self.call_in(
             &plugin.info.name,
+            "resolve",
             &plugin.capabilities,
             plugin.builtin,
             Some(provider_dir),

@@ -34,8 +34,8 @@ pub struct Config {
     /// The Kubernetes version for `.Capabilities.KubeVersion`; defaults to the target
     /// cluster's.
     pub kube_version: Option<String>,
-    /// The helmfile environment (`--environment`). Left out, Tazuna's `-e` is passed when the
-    /// helmfile declares that environment, and helmfile's `default` is used otherwise.
+    /// The helmfile environment (`--environment`). Left out, Tazuna's `-e` is passed, and
+    /// declared for a helmfile that does not declare it (see `render`).
     pub environment: Option<String>,
     /// Namespace for namespaced objects that neither their release nor the template gives one,
     /// as Go Tazuna files write it. Same as the manifest's `namespace`; give one or the other.

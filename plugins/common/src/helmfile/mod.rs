@@ -97,13 +97,25 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         config.default_namespace.as_deref(),
     )
     .map_err(invalid)?;
-    // Tazuna's `-e` reaches the helmfile when it declares that environment;
-    // helmfile refuses one it does not know.
-    let environment = config.environment.clone().or_else(|| {
-        let name = request.environment.as_deref()?;
-        let text = std::fs::read_to_string(&file).ok()?;
-        declares_environment(&text, name).then(|| name.to_owned())
-    });
+    // Tazuna's `-e` is the helmfile's environment, as in Go Tazuna, so
+    // `.Environment.Name` is its name. helmfile refuses an environment its
+    // file does not declare: such a file is read from stdin, in its own
+    // directory (relative paths mean what they meant), after a part that
+    // declares the environment empty. A `helmfile.d` directory is many files,
+    // and keeps helmfile's `default`.
+    let mut environment = config.environment.clone();
+    let mut declared_here = None;
+    if environment.is_none()
+        && let Some(name) = request.environment.as_deref()
+        && name != "default"
+        && let Ok(text) = std::fs::read_to_string(&file)
+    {
+        environment = Some(name.to_owned());
+        if !declares_environment(&text, name) {
+            let key = serde_json::to_string(name).map_err(PluginError::other)?;
+            declared_here = Some(format!("environments:\n  {key}: {{}}\n---\n{text}"));
+        }
+    }
     let scratch = request.scratch.trim_end_matches('/');
     let write = |name: &str, text: String| {
         let file = format!("{scratch}/{name}");
@@ -143,8 +155,12 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         state_values_files.push(write(REFERENCED_VALUES_FILE, template)?);
     }
     let output_dir = format!("{}/{OUTPUT_DIR}", request.scratch.trim_end_matches('/'));
+    let (file_arg, cwd) = match &declared_here {
+        Some(_) => ("-".to_owned(), helmfile_dir_of(&file)),
+        None => (file.clone(), request.scratch.clone()),
+    };
     let args = template_args(&Template {
-        file: &file,
+        file: &file_arg,
         config: &config,
         environment: environment.as_deref(),
         cluster: request.cluster.as_ref(),
@@ -152,9 +168,15 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         values_files: &values_files,
         output_dir: &output_dir,
     });
-    let mut command = Command::new("helmfile")
-        .args(args)
-        .cwd(request.scratch.as_str());
+    let mut command = Command::new("helmfile").args(args).cwd(cwd.as_str());
+    if let Some(text) = declared_here {
+        // helmfile renders a file as a template by its `.gotmpl` name; stdin
+        // has none, so it is told.
+        if file.ends_with(".gotmpl") {
+            command = command.env("HELMFILE_RENDER_YAML", "true");
+        }
+        command = command.stdin(text);
+    }
     for (key, value) in tool_env {
         command = command.env(key, value);
     }
@@ -216,6 +238,13 @@ fn find_helmfile(path: &Path) -> Option<String> {
             }
         })
         .map(|found| found.to_string_lossy().into_owned())
+}
+
+/// The directory of the helmfile at guest path `file`.
+fn helmfile_dir_of(file: &str) -> String {
+    Path::new(file)
+        .parent()
+        .map_or_else(|| ".".to_owned(), |dir| dir.to_string_lossy().into_owned())
 }
 
 /// Whether a helmfile's text declares environment `name` (a key of its

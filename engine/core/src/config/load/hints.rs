@@ -92,8 +92,8 @@ impl Type {
 
 /// The formats a string value may be held to.
 const FORMATS: &[&str] = &[
-    "email", "hostname", "url", "uri", "ipv4", "ipv6", "ip", "cidr", "semver", "duration",
-    "uuid", "dns1123",
+    "email", "hostname", "url", "uri", "ipv4", "ipv6", "ip", "cidr", "semver", "duration", "uuid",
+    "dns1123",
 ];
 
 /// Whether `text` is in `format` (one of [`FORMATS`]).
@@ -273,7 +273,10 @@ pub(super) fn apply(
             return Err(missing(rule, format!("with `{other}`, which is given")));
         }
         if let Some(other) = rule.required_without.iter().find(|other| !present(other)) {
-            return Err(missing(rule, format!("without `{other}`, which is not given")));
+            return Err(missing(
+                rule,
+                format!("without `{other}`, which is not given"),
+            ));
         }
         if !rule.oneof_required.is_empty() && !rule.oneof_required.iter().any(|o| present(o)) {
             return Err(missing(
