@@ -247,6 +247,11 @@ impl TestCluster {
         }
     }
 
+    /// Waits until the CRD `name` is Established; panics after 60 s.
+    pub fn wait_established(&self, name: &str) {
+        wait_condition(|| self.kubectl(), &format!("crd/{name}"), "Established", 60);
+    }
+
     /// Requests the API server logged from clients whose user agent starts
     /// with `user_agent`; `None` for a developer's cluster (no audit log).
     pub fn requests_from(&self, user_agent: &str) -> Option<Vec<crate::cluster::AuditEvent>> {
@@ -285,6 +290,39 @@ impl TestCluster {
 pub struct TestNamespace<'a> {
     cluster: &'a TestCluster,
     name: String,
+}
+
+/// Waits until `resource` (as kubectl names it, `kind/name`) has the
+/// condition `condition` with status True; panics after `seconds`.
+///
+/// `kubectl wait --for=condition=...` is not used: sent right after the
+/// object is created, it can meet a status without conditions and fail at
+/// once (`.status.conditions accessor error: <nil>`), which made CI flaky.
+pub fn wait_condition(
+    kubectl: impl Fn() -> Command,
+    resource: &str,
+    condition: &str,
+    seconds: u64,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let jsonpath = format!("jsonpath={{.status.conditions[?(@.type==\"{condition}\")].status}}");
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        let out = kubectl()
+            .args(["get", resource, "-o", &jsonpath])
+            .output()
+            .expect("running kubectl");
+        if out.status.success() && out.stdout.trim_ascii() == b"True" {
+            return;
+        }
+        last = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("`{resource}` had no condition {condition}=True within {seconds} s; last: {last}");
 }
 
 impl TestNamespace<'_> {

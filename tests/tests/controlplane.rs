@@ -15,7 +15,7 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 
 use tazuna_tests::assets::which;
-use tazuna_tests::e2e::{self, TestCluster, TestNamespace, unique_suffix};
+use tazuna_tests::e2e::{self, TestCluster, TestNamespace, unique_suffix, wait_condition};
 use tazuna_tests::{Tool, kubeconfig};
 
 /// Runs `command`, panicking with its stderr unless it succeeds; returns stdout.
@@ -105,12 +105,7 @@ spec:
           image: registry.k8s.io/pause:3.10
 "#,
     );
-    run(ns.kubectl().args([
-        "wait",
-        "--for=condition=Available",
-        "deployment/web",
-        "--timeout=120s",
-    ]));
+    wait_condition(|| ns.kubectl(), "deployment/web", "Available", 120);
     let ready = run(ns.kubectl().args([
         "get",
         "deployment/web",
@@ -180,12 +175,7 @@ spec:
     }
     let _cleanup = DeleteCrd(cluster, crd_name.clone());
     apply(&ns, &crd);
-    run(cluster.kubectl().args([
-        "wait",
-        "--for=condition=Established",
-        &format!("crd/{crd_name}"),
-        "--timeout=60s",
-    ]));
+    cluster.wait_established(&crd_name);
     apply(
         &ns,
         &format!("apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n"),
@@ -225,12 +215,7 @@ spec:
       containers: [{name: worker, image: registry.k8s.io/pause:3.10}]
 "#,
     );
-    run(ns.kubectl().args([
-        "wait",
-        "--for=condition=Available",
-        "deployment/worker",
-        "--timeout=120s",
-    ]));
+    wait_condition(|| ns.kubectl(), "deployment/worker", "Available", 120);
     // The namespace controller must finalize it (all content gone, pods deleted by kwok).
     run(cluster.kubectl().args([
         "delete",

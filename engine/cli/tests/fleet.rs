@@ -552,12 +552,7 @@ fn cluster_api_workload_clusters_are_found_by_label_applied_and_their_kubeconfig
             .args(["apply", "--server-side", "-f"])
             .arg(&crd),
     );
-    succeed(management.kubectl().args([
-        "wait",
-        "--for=condition=Established",
-        "crd/clusters.cluster.x-k8s.io",
-        "--timeout=60s",
-    ]));
+    management.wait_established("clusters.cluster.x-k8s.io");
     // Two workload clusters selected by label, one that is not, each with a
     // `<name>-kubeconfig` Secret; the kubeconfigs carry a marker to look for.
     let marker = format!(
