@@ -140,7 +140,7 @@ pub mod __private {
 pub mod bindings {
     pub mod source {
         wit_bindgen::generate!({
-            path: "../wit",
+            path: "wit",
             world: "source-plugin",
             additional_derives: [PartialEq, Eq],
             pub_export_macro: true,
@@ -151,7 +151,7 @@ pub mod bindings {
 
     pub mod secret_resolver {
         wit_bindgen::generate!({
-            path: "../wit",
+            path: "wit",
             world: "secret-resolver-plugin",
             additional_derives: [PartialEq, Eq],
             pub_export_macro: true,
