@@ -4,6 +4,7 @@ mod bench;
 mod bench_fleet;
 mod bench_inputs;
 mod cluster;
+mod dist;
 mod fuzz;
 mod plugins;
 mod quickstart;
@@ -22,7 +23,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Task {
     /// Build the built-in plugins, the SDK example and the sandbox test plugins
-    /// for wasm32-wasip2 in one cargo invocation, into target/plugins/.
+    /// for wasm32-wasip2 in one cargo invocation, into target/plugins/; the
+    /// built-ins also into engine/plugin-host/builtins/ (committed, embedded).
     BuildPlugins(plugins::BuildPlugins),
     /// Install what the tests need (rustup target, Debian packages, the Go-built
     /// control plane and tools), build the plugins, and run every test. CI runs this.
@@ -42,6 +44,9 @@ enum Task {
     Fuzz(fuzz::Fuzz),
     /// Start, stop and list local harness clusters (real control planes on loopback).
     Cluster(cluster::ClusterArgs),
+    /// Build release archives of `tazuna` (`target/dist/tazuna-<version>-<target>.tar.gz`)
+    /// and their SHA256SUMS.
+    Dist(dist::Dist),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -54,5 +59,6 @@ fn main() -> anyhow::Result<()> {
         Task::BenchFleet(args) => args.run(),
         Task::Fuzz(args) => args.run(),
         Task::BenchInputs(args) => args.run(),
+        Task::Dist(args) => args.run(),
     }
 }

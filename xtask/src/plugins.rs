@@ -1,6 +1,12 @@
 //! `cargo xtask build-plugins`: builds every crate of the plugins workspace (`plugins/Cargo.toml`)
 //! for wasm32-wasip2 in one cargo invocation, checks that each result is a WebAssembly component,
-//! and copies it to `target/plugins/<name>.wasm`, where the engine embeds it.
+//! and copies it to `target/plugins/<name>.wasm` (what the tests load).
+//!
+//! The built-ins are also committed, in `engine/plugin-host/builtins/`, where the engine embeds
+//! them: `cargo install --path engine/cli` then works from a clean clone with nothing but Rust.
+//! `BUILT` beside them records the rustc that built them and a hash of their sources. The build
+//! is reproducible (paths are remapped), so `--check` (what CI runs) builds from source and
+//! compares the bytes; with another rustc it compares the source hash only.
 //!
 //! Plugins are not built from a `build.rs`: a nested cargo would fight the outer one over the
 //! build lock and the jobserver, and hide its output. A copy is only written when its bytes
@@ -12,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, bail, ensure};
+use sha2::{Digest, Sha256};
 
 /// The Rust target plugins are built for.
 const TARGET: &str = "wasm32-wasip2";
@@ -32,6 +39,25 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_example_resolver", "example-resolver"),
 ];
 
+/// The plugins embedded in the binary (a subset of [`PLUGINS`], by short name).
+const BUILTINS: &[&str] = &[
+    "manifests",
+    "kustomize",
+    "helm",
+    "helmfile",
+    "oras",
+    "genesissecret",
+    "envfile",
+    "onepassword",
+];
+
+/// Where the built-ins are committed, relative to the workspace root.
+const BUILTINS_DIR: &str = "engine/plugin-host/builtins";
+
+/// What the built-ins are built from, relative to the workspace root: hashed into `BUILT`.
+/// Directories are walked, leaving out `target` and `testing` (the sandbox probe).
+const SOURCES: &[&str] = &["plugins", "sdk/Cargo.toml", "sdk/src", "wit"];
+
 /// Bytes 4..8 of a WebAssembly file: version and layer. A component has layer 1.
 const COMPONENT_PREAMBLE: [u8; 4] = [0x0d, 0x00, 0x01, 0x00];
 const CORE_MODULE_PREAMBLE: [u8; 4] = [0x01, 0x00, 0x00, 0x00];
@@ -39,9 +65,14 @@ const CORE_MODULE_PREAMBLE: [u8; 4] = [0x01, 0x00, 0x00, 0x00];
 /// Build the plugins for wasm32-wasip2 into target/plugins/.
 #[derive(clap::Args, Default)]
 pub struct BuildPlugins {
-    /// Build with the dev profile: quicker to compile, much slower to run.
+    /// Build with the dev profile: quicker to compile, much slower to run
+    /// (the committed built-ins are left alone).
     #[arg(long)]
-    debug: bool,
+    pub debug: bool,
+    /// Do not update the committed built-ins: check that they are what this
+    /// source builds, and fail if not (CI runs this).
+    #[arg(long, conflicts_with = "debug")]
+    pub check: bool,
 }
 
 impl BuildPlugins {
@@ -78,8 +109,184 @@ impl BuildPlugins {
                     .display()
             );
         }
-        Ok(())
+        if self.check {
+            check_builtins(&root, &out_dir)
+        } else if self.debug {
+            Ok(())
+        } else {
+            commit_builtins(&root, &out_dir)
+        }
     }
+}
+
+/// The record of what built the committed built-ins, as `BUILT` holds it.
+#[derive(Debug, PartialEq)]
+struct Built {
+    /// `rustc -V` of the compiler.
+    rustc: String,
+    /// `sha256:<hex>` of [`SOURCES`].
+    sources: String,
+}
+
+impl Built {
+    const HEADER: &str = "# Written by `cargo xtask build-plugins`; checked by `cargo xtask build-plugins --check`.\n\
+        # The built-ins beside this file were built by this rustc from sources with this hash.\n";
+
+    fn here(root: &Path) -> anyhow::Result<Built> {
+        Ok(Built {
+            rustc: rustc_version(root)?,
+            sources: sources_hash(root)?,
+        })
+    }
+
+    fn render(&self) -> String {
+        format!(
+            "{}rustc: {}\nsources: {}\n",
+            Self::HEADER,
+            self.rustc,
+            self.sources
+        )
+    }
+
+    fn parse(text: &str) -> Option<Built> {
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(key))
+                .map(|value| value.trim().to_owned())
+        };
+        Some(Built {
+            rustc: field("rustc:")?,
+            sources: field("sources:")?,
+        })
+    }
+}
+
+/// Copies the built-ins from `built` into [`BUILTINS_DIR`] and records what built them.
+/// Built from the recorded sources by another rustc, they are left alone: the bytes would
+/// change for nothing.
+fn commit_builtins(root: &Path, built: &Path) -> anyhow::Result<()> {
+    let dir = root.join(BUILTINS_DIR);
+    let here = Built::here(root)?;
+    if let Some(record) = fs::read_to_string(dir.join("BUILT"))
+        .ok()
+        .and_then(|text| Built::parse(&text))
+        && record.sources == here.sources
+        && record.rustc != here.rustc
+    {
+        println!(
+            "built-ins: {BUILTINS_DIR}/ left as committed (same sources, built by `{}`)",
+            record.rustc
+        );
+        return Ok(());
+    }
+    fs::create_dir_all(&dir).with_context(|| format!("cannot create `{}`", dir.display()))?;
+    let mut changed = Vec::new();
+    for name in BUILTINS {
+        let file = format!("{name}.wasm");
+        let bytes = fs::read(built.join(&file))?;
+        if install(&dir.join(&file), &bytes)? == "installed" {
+            changed.push(file);
+        }
+    }
+    install(&dir.join("BUILT"), here.render().as_bytes())?;
+    if !changed.is_empty() {
+        println!(
+            "the embedded built-ins changed ({}): commit {BUILTINS_DIR}/",
+            changed.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// Fails unless the committed built-ins are what the source here builds.
+fn check_builtins(root: &Path, built: &Path) -> anyhow::Result<()> {
+    let dir = root.join(BUILTINS_DIR);
+    let rebuild = format!("hint: run `cargo xtask build-plugins` and commit {BUILTINS_DIR}/");
+    let record = fs::read_to_string(dir.join("BUILT"))
+        .ok()
+        .and_then(|text| Built::parse(&text))
+        .with_context(|| format!("`{BUILTINS_DIR}/BUILT` is missing or unreadable\n{rebuild}"))?;
+    let here = Built::here(root)?;
+    ensure!(
+        record.sources == here.sources,
+        "the built-ins in {BUILTINS_DIR}/ were built from other sources than {} hold now\n{rebuild}",
+        SOURCES.join(", ")
+    );
+    if record.rustc != here.rustc {
+        println!(
+            "built-ins: sources match; bytes not compared (built by `{}`, this is `{}`)",
+            record.rustc, here.rustc
+        );
+        return Ok(());
+    }
+    let differ: Vec<&str> = BUILTINS
+        .iter()
+        .copied()
+        .filter(|name| {
+            let file = format!("{name}.wasm");
+            fs::read(dir.join(&file)).ok() != fs::read(built.join(&file)).ok()
+        })
+        .collect();
+    ensure!(
+        differ.is_empty(),
+        "the committed built-ins {} differ from what their source builds with the same rustc\n{rebuild}",
+        differ.join(", ")
+    );
+    println!("built-ins: {BUILTINS_DIR}/ is byte for byte what this source builds");
+    Ok(())
+}
+
+/// `rustc -V`, e.g. `rustc 1.95.0 (59807616e 2026-04-14)`.
+fn rustc_version(root: &Path) -> anyhow::Result<String> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let output = Command::new(&rustc)
+        .arg("-V")
+        .current_dir(root)
+        .output()
+        .with_context(|| format!("cannot run `{rustc}`"))?;
+    ensure!(output.status.success(), "`{rustc} -V` failed");
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// `sha256:<hex>` over the path and content of every file of [`SOURCES`], in path order.
+fn sources_hash(root: &Path) -> anyhow::Result<String> {
+    let mut files = Vec::new();
+    for source in SOURCES {
+        collect_files(&root.join(source), &mut files)?;
+    }
+    files.sort();
+    let mut hasher = Sha256::new();
+    for file in files {
+        let relative = file.strip_prefix(root).unwrap_or(&file);
+        // Forward slashes and no CR, so a Windows checkout hashes the same.
+        hasher.update(relative.to_string_lossy().replace('\\', "/").as_bytes());
+        hasher.update([0]);
+        let content =
+            fs::read(&file).with_context(|| format!("cannot read `{}`", file.display()))?;
+        let content: Vec<u8> = content.into_iter().filter(|b| *b != b'\r').collect();
+        hasher.update((content.len() as u64).to_le_bytes());
+        hasher.update(&content);
+    }
+    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+}
+
+fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
+    let metadata =
+        fs::metadata(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    if metadata.is_file() {
+        files.push(path.to_path_buf());
+        return Ok(());
+    }
+    for entry in fs::read_dir(path).with_context(|| format!("cannot list `{}`", path.display()))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "target" || name == "testing" {
+            continue;
+        }
+        collect_files(&entry.path(), files)?;
+    }
+    Ok(())
 }
 
 /// Fails with the fix when the standard library for [`TARGET`] is missing.
@@ -124,6 +331,17 @@ fn build(root: &Path, debug: bool) -> anyhow::Result<Vec<PathBuf>> {
     if !debug {
         command.arg("--release");
     }
+    // Reproducible: no path of this machine in the components (panic locations
+    // name source files), so a clean clone elsewhere builds the same bytes.
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")))
+        .context("neither CARGO_HOME nor HOME is set")?;
+    let remap = |from: &Path, to: &str| format!("--remap-path-prefix={}={to}", from.display());
+    command.env(
+        "CARGO_ENCODED_RUSTFLAGS",
+        [remap(&cargo_home, "/cargo"), remap(root, "/tazuna")].join("\x1f"),
+    );
     let mut child = command
         .spawn()
         .with_context(|| format!("cannot run `{cargo}`"))?;
@@ -189,10 +407,9 @@ fn install(path: &Path, bytes: &[u8]) -> anyhow::Result<&'static str> {
     Ok("installed")
 }
 
-/// Build the plugins, then the release `tazuna` that embeds them; returns the
-/// binary's path.
+/// Build the release `tazuna`, with the committed built-ins embedded; returns
+/// the binary's path.
 pub fn release_cli(root: &Path) -> anyhow::Result<PathBuf> {
-    BuildPlugins::default().run()?;
     crate::test::run(crate::test::cargo(root).args([
         "build",
         "--release",

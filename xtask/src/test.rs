@@ -39,8 +39,12 @@ impl Test {
                 run(Command::new("bash").arg(&install))
             })?;
         }
-        step("cargo xtask build-plugins", || {
-            crate::plugins::BuildPlugins::default().run()
+        step("cargo xtask build-plugins --check", || {
+            crate::plugins::BuildPlugins {
+                check: true,
+                ..Default::default()
+            }
+            .run()
         })?;
         // First, so the plugins' host-target dependencies are built before
         // the end-to-end tests (the template test builds new plugins with them).
@@ -147,7 +151,7 @@ pub fn cargo(root: &Path) -> Command {
     command
 }
 
-fn host_target() -> anyhow::Result<String> {
+pub fn host_target() -> anyhow::Result<String> {
     let output = Command::new("rustc")
         .arg("-vV")
         .output()

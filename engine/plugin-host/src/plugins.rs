@@ -1,7 +1,8 @@
 //! Which plugin renders which manifest `type`: the built-ins embedded in the
 //! binary, and third-party plugins pinned in `spec.plugins`.
 //!
-//! Built-ins are real wasm components (built by `cargo xtask build-plugins` and
+//! Built-ins are real wasm components (built by `cargo xtask build-plugins`,
+//! committed in `builtins/` so the crate builds with nothing but Rust, and
 //! embedded with `include_bytes!`); they carry their own grants. A third-party
 //! plugin gets only the capabilities its `grants` list allows. Only the plugins
 //! that the selected manifests use are loaded.
@@ -27,14 +28,14 @@ pub struct Builtin {
     pub component: &'static [u8],
 }
 
-/// The built-in component `target/plugins/<name>.wasm`, embedded.
+/// The built-in component `builtins/<name>.wasm`, embedded.
 macro_rules! builtin {
     ($name:literal) => {
         Builtin {
             name: $name,
             component: include_bytes!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../../target/plugins/",
+                "/builtins/",
                 $name,
                 ".wasm"
             )),
