@@ -1200,3 +1200,115 @@ fn a_tools_deprecation_warnings_reach_the_user() {
         text(&built)
     );
 }
+
+/// Regression: helmfile's `needs:` was ignored, so two releases went in
+/// together (the needing one first, by name) with one wait for both.
+#[test]
+fn a_helmfile_release_is_applied_only_after_the_release_it_needs_is_ready() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let ns = cluster.namespace("needs");
+    let namespace = ns.name();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    copy_dir(&chart(), &root.join("platform/charts/hello"));
+    // `app` sorts before `db`, so without `needs:` its objects went first.
+    write(
+        root,
+        "platform/helmfile.yaml",
+        &format!(
+            "releases:
+  - name: app
+    namespace: {namespace}
+    chart: ./charts/hello
+    needs: [{namespace}/db]
+  - name: db
+    namespace: {namespace}
+    chart: ./charts/hello
+    values:
+      - replicas: 2
+"
+        ),
+    );
+    write(
+        root,
+        "tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: {namespace}
+      type: helmfile
+      path: platform
+      helmfile:
+        wait: true
+        timeoutSeconds: 120
+"
+        ),
+    );
+    let mut apply = tazuna(&tools, root);
+    on(&mut apply, cluster);
+    let applied = succeed(apply.arg("apply"));
+
+    // The release that needs another is in a later wave; the other in none.
+    let app = kubectl_json(
+        cluster,
+        &["-n", namespace, "get", "deployment", "app-hello"],
+    );
+    let db = kubectl_json(cluster, &["-n", namespace, "get", "deployment", "db-hello"]);
+    assert_eq!(
+        app["metadata"]["annotations"]["tazuna.dev/apply-wave"],
+        "1",
+        "{}",
+        text(&applied)
+    );
+    assert!(db["metadata"]["annotations"]["tazuna.dev/apply-wave"].is_null());
+    assert_eq!(db["status"]["readyReplicas"], 2);
+    assert_eq!(app["status"]["readyReplicas"], 1);
+
+    // The audit log: every write to `db`'s objects, and `db` Available,
+    // before the first write to `app`'s.
+    let Some(requests) = cluster.requests_from("tazuna/") else {
+        return;
+    };
+    let writes: Vec<_> = requests
+        .iter()
+        .filter(|e| e.is_write() && e.namespace.as_deref() == Some(namespace))
+        .collect();
+    let of = |release: &str| {
+        writes
+            .iter()
+            .filter(|e| e.name.as_deref() == Some(&format!("{release}-hello")))
+            .map(|e| e.at.as_str())
+            .collect::<Vec<_>>()
+    };
+    let (db_writes, app_writes) = (of("db"), of("app"));
+    assert_eq!(
+        (db_writes.len(), app_writes.len()),
+        (2, 2),
+        "a ConfigMap and a Deployment each: {writes:?}"
+    );
+    let first_app = app_writes.iter().min().unwrap();
+    assert!(
+        db_writes.iter().all(|at| at < first_app),
+        "`app` was written before `db` was: db {db_writes:?}, app {app_writes:?}"
+    );
+    let available = db["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Available")
+        .expect("db-hello has an Available condition");
+    assert_eq!(available["status"], "True");
+    // Condition times have seconds only; the audit log's, microseconds.
+    let ready_at = available["lastTransitionTime"].as_str().unwrap();
+    assert!(
+        ready_at[..19] <= first_app[..19],
+        "`db` became Available at {ready_at}, after `app`'s first write at {first_app}"
+    );
+}

@@ -380,6 +380,8 @@ pub(crate) enum ManifestError {
     Discovery(kube::Error),
     #[error("object #{index} has no apiVersion, kind or metadata.name")]
     Anonymous { index: usize },
+    #[error("{object}: annotation `{APPLY_WAVE}` is `{value}`, not a whole number")]
+    Wave { object: ObjectRef, value: String },
 }
 
 impl Hint for ManifestError {
@@ -394,6 +396,9 @@ impl Hint for ManifestError {
                 Some("rerun with `--recreate` to delete and re-create it".into())
             }
             Self::UnknownField { .. } => Some(UNKNOWN_FIELD_HINT.into()),
+            Self::Wave { .. } => Some(format!(
+                "waves go in ascending order, such as `{APPLY_WAVE}: \"-1\"` or `\"2\"`; objects without it are wave 0"
+            )),
             Self::State(error) => error.hint(),
             Self::Wait(wait::WaitError::NotGone { blocking, .. }) if !blocking.is_empty() => {
                 let names = blocking.join("`, `");
@@ -1020,12 +1025,19 @@ impl Run<'_> {
             .filter_map(|o| defined_kind(&o.value))
             .collect();
         const PHASES: [&str; 3] = ["namespaces", "definitions and objects", "custom resources"];
-        let mut steps: [Vec<&Value>; 3] = Default::default();
+        // Waves (`tazuna.dev/apply-wave`, 0 when absent) go one after another,
+        // each applied in its three steps and ready before the next starts;
+        // the helmfile source numbers releases by their `needs:`.
+        let mut waves: BTreeMap<i64, [Vec<&Value>; 3]> = BTreeMap::new();
         for index in split.main.iter().copied() {
             let rendered_object = &rendered.objects[index];
             let Some(object) = ObjectRef::of(&rendered_object.value) else {
                 return Err(ManifestError::Anonymous { index: index + 1 });
             };
+            let wave = apply_wave(&rendered_object.value).map_err(|value| ManifestError::Wave {
+                object: object.clone(),
+                value,
+            })?;
             let step = match Phase::of(&object) {
                 Phase::Namespaces => 0,
                 Phase::Objects
@@ -1035,71 +1047,57 @@ impl Run<'_> {
                 }
                 Phase::Definitions | Phase::Objects => 1,
             };
-            steps[step].push(&rendered_object.value);
+            waves.entry(wave).or_default()[step].push(&rendered_object.value);
         }
 
         let load_balancers = match manifest.wait {
             Wait::On { load_balancers, .. } => load_balancers,
             Wait::Off => LoadBalancers::Ignored,
         };
-        let mut watched: Vec<Watched> = Vec::new();
-        for (objects, phase) in steps.into_iter().zip(PHASES) {
-            let mut prepared = Vec::with_capacity(objects.len());
-            for value in objects {
-                let mut item = self.prepare(value.clone(), manifest, shared).await?;
-                let before = prior.get(&item.object);
-                item.restore = before.is_some_and(|e| e.hash == item.hash);
-                item.takeover = before.is_some_and(|e| e.hash.starts_with(GO_HASH_PREFIX));
-                prepared.push(item);
-            }
-            let (handled, failure) = self
-                .apply_phase(name, phase, prepared, &prior, shared, counts)
-                .await;
-            for (entry, sent) in handled {
-                // Only what was sent and can be not ready is waited for.
-                // Unchanged objects were ready when their state was written and
-                // were not touched since; `tazuna status` shows them now.
-                if let Some(applied) = sent
-                    && tazuna_core::readiness::has_rule(&applied, load_balancers)
-                {
-                    let object = entry.object();
-                    let resolved = self
-                        .cluster
-                        .resolve(&object)
-                        .expect("resolved before sending");
-                    watched.push(Watched {
-                        object,
-                        resolved,
-                        last: Some(applied),
-                    });
+        for steps in waves.into_values() {
+            let mut watched: Vec<Watched> = Vec::new();
+            for (objects, phase) in steps.into_iter().zip(PHASES) {
+                let mut prepared = Vec::with_capacity(objects.len());
+                for value in objects {
+                    let mut item = self.prepare(value.clone(), manifest, shared).await?;
+                    let before = prior.get(&item.object);
+                    item.restore = before.is_some_and(|e| e.hash == item.hash);
+                    item.takeover = before.is_some_and(|e| e.hash.starts_with(GO_HASH_PREFIX));
+                    prepared.push(item);
                 }
-                entries.push(entry);
+                let (handled, failure) = self
+                    .apply_phase(name, phase, prepared, &prior, shared, counts)
+                    .await;
+                for (entry, sent) in handled {
+                    // Only what was sent and can be not ready is waited for.
+                    // Unchanged objects were ready when their state was written and
+                    // were not touched since; `tazuna status` shows them now.
+                    if let Some(applied) = sent
+                        && tazuna_core::readiness::has_rule(&applied, load_balancers)
+                    {
+                        let object = entry.object();
+                        let resolved = self
+                            .cluster
+                            .resolve(&object)
+                            .expect("resolved before sending");
+                        watched.push(Watched {
+                            object,
+                            resolved,
+                            last: Some(applied),
+                        });
+                    }
+                    entries.push(entry);
+                }
+                if let Some(error) = failure {
+                    return Err(error);
+                }
             }
-            if let Some(error) = failure {
-                return Err(error);
+            if self.settings.mode == Mode::Apply {
+                self.until_ready(name, manifest.wait, watched).await?;
             }
         }
-
         if self.settings.mode == Mode::DryRun {
             return Ok(());
-        }
-        if let Wait::On {
-            timeout,
-            load_balancers,
-        } = manifest.wait
-        {
-            let waiting = watched;
-            self.observer.event(Event::Waiting {
-                manifest: name.to_owned(),
-                objects: waiting.len(),
-            });
-            let on_ready = |object: &ObjectRef| {
-                self.observer.event(Event::Ready {
-                    manifest: name.to_owned(),
-                    object: object.clone(),
-                });
-            };
-            wait::until_ready(self.client(), waiting, timeout, load_balancers, &on_ready).await?;
         }
         if run_hooks {
             self.run_hooks(
@@ -1122,6 +1120,34 @@ impl Run<'_> {
                 test: crate::checks::describe(test),
             });
         }
+        Ok(())
+    }
+
+    /// Wait, as the manifest's `wait` says, until what one wave sent is ready.
+    async fn until_ready(
+        &self,
+        name: &str,
+        wait: Wait,
+        watched: Vec<Watched>,
+    ) -> Result<(), ManifestError> {
+        let Wait::On {
+            timeout,
+            load_balancers,
+        } = wait
+        else {
+            return Ok(());
+        };
+        self.observer.event(Event::Waiting {
+            manifest: name.to_owned(),
+            objects: watched.len(),
+        });
+        let on_ready = |object: &ObjectRef| {
+            self.observer.event(Event::Ready {
+                manifest: name.to_owned(),
+                object: object.clone(),
+            });
+        };
+        wait::until_ready(self.client(), watched, timeout, load_balancers, &on_ready).await?;
         Ok(())
     }
 
@@ -1841,4 +1867,61 @@ fn same_state(a: &ManifestState, b: &ManifestState) -> bool {
     sort(&mut a);
     sort(&mut b);
     a == b
+}
+
+/// The annotation that puts an object in an apply wave of its manifest: waves
+/// are applied in ascending order, each ready before the next starts.
+pub const APPLY_WAVE: &str = "tazuna.dev/apply-wave";
+
+/// The apply wave of `object`: 0 without the annotation, else its whole
+/// number; the annotation's text when it is not one.
+fn apply_wave(object: &Value) -> Result<i64, String> {
+    match object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(APPLY_WAVE))
+    {
+        None => Ok(0),
+        Some(Value::String(text)) => text.trim().parse().map_err(|_| clip(text)),
+        Some(other) => Err(clip(&other.to_string())),
+    }
+}
+
+/// At most 40 characters of an annotation's value, for an error message.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod wave_tests {
+    use super::*;
+
+    #[test]
+    fn waves_are_whole_numbers_and_zero_without_the_annotation() {
+        let with = |annotations: Value| {
+            apply_wave(&serde_json::json!({"metadata": {"name": "a", "annotations": annotations}}))
+        };
+        assert_eq!(
+            apply_wave(&serde_json::json!({"metadata": {"name": "a"}})),
+            Ok(0)
+        );
+        assert_eq!(with(serde_json::json!({})), Ok(0));
+        assert_eq!(with(serde_json::json!({APPLY_WAVE: "2"})), Ok(2));
+        assert_eq!(with(serde_json::json!({APPLY_WAVE: " -1 "})), Ok(-1));
+        assert_eq!(
+            with(serde_json::json!({APPLY_WAVE: "two"})),
+            Err("two".to_owned())
+        );
+        assert_eq!(
+            with(serde_json::json!({APPLY_WAVE: 2})),
+            Err("2".to_owned())
+        );
+        let long = "9".repeat(100);
+        assert_eq!(
+            with(serde_json::json!({APPLY_WAVE: long})),
+            Err(format!("{}...", "9".repeat(40)))
+        );
+    }
 }

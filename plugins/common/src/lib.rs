@@ -46,6 +46,27 @@ pub fn default_namespace(
     }
 }
 
+/// The annotation that puts an object in an apply wave of its manifest (the engine's
+/// `tazuna.dev/apply-wave`): waves are applied in ascending order, each ready before the next.
+pub const APPLY_WAVE: &str = "tazuna.dev/apply-wave";
+
+/// Sets annotation `key` of `object` to `value`, making `metadata.annotations` if it has none.
+/// An object without a `metadata` map is left alone (the host reports it).
+pub fn annotate(object: &mut serde_json::Map<String, serde_json::Value>, key: &str, value: &str) {
+    let Some(serde_json::Value::Object(metadata)) = object.get_mut("metadata") else {
+        return;
+    };
+    let annotations = metadata
+        .entry("annotations")
+        .or_insert_with(|| serde_json::Value::Object(Default::default()));
+    if !annotations.is_object() {
+        *annotations = serde_json::Value::Object(Default::default());
+    }
+    if let serde_json::Value::Object(annotations) = annotations {
+        annotations.insert(key.to_owned(), serde_json::Value::String(value.to_owned()));
+    }
+}
+
 /// Encodes `objects` for the host, giving each namespaced object without a namespace
 /// `namespace`, when one is set. The origin of each object is kept.
 pub fn encode(

@@ -18,15 +18,17 @@
 //! what helm wrote for each release, each object named after its release and chart template.
 
 pub mod config;
+pub mod needs;
 pub mod releases;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use tazuna_sdk::exec::Command;
 use tazuna_sdk::{ClusterInfo, Diagnostic, PluginError, RenderOutput, RenderRequest};
 
 use crate::helm::kube_version_flag;
-use crate::paths;
+use crate::{APPLY_WAVE, paths};
 
 pub use config::Config;
 
@@ -159,7 +161,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         Some(_) => ("-".to_owned(), helmfile_dir_of(&file)),
         None => (file.clone(), request.scratch.clone()),
     };
-    let args = template_args(&Template {
+    let template = Template {
         file: &file_arg,
         config: &config,
         environment: environment.as_deref(),
@@ -167,33 +169,57 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         state_values_files: &state_values_files,
         values_files: &values_files,
         output_dir: &output_dir,
-    });
-    let mut command = Command::new("helmfile").args(args).cwd(cwd.as_str());
-    if let Some(text) = declared_here {
-        // helmfile renders a file as a template by its `.gotmpl` name; stdin
-        // has none, so it is told.
-        if file.ends_with(".gotmpl") {
-            command = command.env("HELMFILE_RENDER_YAML", "true");
+    };
+    // Both runs read the same helmfile with the same state values.
+    let helmfile = |args: Vec<String>| {
+        let mut command = Command::new("helmfile").args(args).cwd(cwd.as_str());
+        if let Some(text) = &declared_here {
+            // helmfile renders a file as a template by its `.gotmpl` name; stdin
+            // has none, so it is told.
+            if file.ends_with(".gotmpl") {
+                command = command.env("HELMFILE_RENDER_YAML", "true");
+            }
+            command = command.stdin(text.clone());
         }
-        command = command.stdin(text);
-    }
-    for (key, value) in tool_env {
-        command = command.env(key, value);
-    }
-    // The host names the variable it could not fill; the user knows the var.
-    let run = command.run_checked().map_err(|error| match error {
-        PluginError::NotFound(message) => {
-            PluginError::NotFound(var_names.iter().fold(message, |message, (variable, var)| {
-                message.replace(variable, var)
-            }))
+        for (key, value) in &tool_env {
+            command = command.env(key.clone(), value.clone());
         }
-        other => other,
-    })?;
+        // The host names the variable it could not fill; the user knows the var.
+        command.run_checked().map_err(|error| match error {
+            PluginError::NotFound(message) => {
+                PluginError::NotFound(var_names.iter().fold(message, |message, (variable, var)| {
+                    message.replace(variable, var)
+                }))
+            }
+            other => other,
+        })
+    };
+    let run = helmfile(template_args(&template))?;
+    let releases = releases::read(Path::new(&output_dir)).map_err(PluginError::other)?;
+    // One release has no order to keep; several may `need` each other.
+    let waves = if releases.len() > 1 {
+        let build = helmfile(build_args(&template))?;
+        needs::waves(&needs::read_build(&build.stdout_text()).map_err(PluginError::other)?)
+            .map_err(|message| {
+                PluginError::InvalidInput(vec![Diagnostic::error(message).at(file.clone())])
+            })?
+    } else {
+        BTreeMap::new()
+    };
     let mut rendered = RenderOutput::new(Vec::new());
-    for release in releases::read(Path::new(&output_dir)).map_err(PluginError::other)? {
-        let read = release.read;
+    for release in releases {
+        let mut read = release.read;
         if !read.objects.errors.is_empty() {
             return Err(PluginError::InvalidInput(read.objects.errors));
+        }
+        let wave = waves
+            .get(&(release.name.clone(), release.namespace.clone()))
+            .copied()
+            .unwrap_or_default();
+        if wave > 0 {
+            for object in &mut read.objects.objects {
+                crate::annotate(&mut object.fields, APPLY_WAVE, &wave.to_string());
+            }
         }
         // Objects without a namespace go where `helm install` would put them: the
         // release's namespace, else the manifest's.
@@ -299,19 +325,7 @@ pub struct Template<'a> {
 /// namespace of every release.
 pub fn template_args(template: &Template<'_>) -> Vec<String> {
     let config = template.config;
-    let mut args = vec![format!("--file={}", template.file), "--no-color".to_owned()];
-    if let Some(environment) = template.environment {
-        args.push(format!("--environment={environment}"));
-    }
-    for file in template.state_values_files {
-        args.push(format!("--state-values-file={file}"));
-    }
-    for selector in &config.selectors {
-        args.push(format!("--selector={selector}"));
-    }
-    if config.plain_http {
-        args.push("--oci-plain-http".to_owned());
-    }
+    let mut args = global_args(template);
     args.push("template".to_owned());
     if config.include_crds {
         args.push("--include-crds".to_owned());
@@ -325,6 +339,34 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
     }
     args.push(format!("--output-dir={}", template.output_dir));
     args.push(format!("--output-dir-template={OUTPUT_DIR_TEMPLATE}"));
+    args
+}
+
+/// The arguments of `helmfile build` for `template`: the state, whose releases carry their
+/// `needs:` (see [`needs`]).
+pub fn build_args(template: &Template<'_>) -> Vec<String> {
+    let mut args = global_args(template);
+    args.push("build".to_owned());
+    args
+}
+
+/// The global flags both `template` and `build` take: the file, the environment, state values,
+/// selectors.
+fn global_args(template: &Template<'_>) -> Vec<String> {
+    let config = template.config;
+    let mut args = vec![format!("--file={}", template.file), "--no-color".to_owned()];
+    if let Some(environment) = template.environment {
+        args.push(format!("--environment={environment}"));
+    }
+    for file in template.state_values_files {
+        args.push(format!("--state-values-file={file}"));
+    }
+    for selector in &config.selectors {
+        args.push(format!("--selector={selector}"));
+    }
+    if config.plain_http {
+        args.push("--oci-plain-http".to_owned());
+    }
     args
 }
 

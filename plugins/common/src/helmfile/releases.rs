@@ -9,6 +9,8 @@ use crate::helm::{self, Read};
 /// One release's objects.
 #[derive(Debug)]
 pub struct Release {
+    /// The release's name.
+    pub name: String,
     /// The release's namespace; `None` when helmfile gave it none.
     pub namespace: Option<String>,
     /// Its objects, origins prefixed with the release name
@@ -38,6 +40,7 @@ pub fn read(dir: &Path) -> io::Result<Vec<Release>> {
             object.origin = format!("{release}/{}", object.origin);
         }
         releases.push(Release {
+            name: release.to_owned(),
             namespace: Some(namespace.to_owned()).filter(|ns| !ns.is_empty()),
             read,
         });
