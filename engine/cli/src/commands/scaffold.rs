@@ -2,7 +2,15 @@
 //!
 //! The template is embedded, so the command works from the binary alone. Placeholders are
 //! `{{name}}` (the plugin name), `{{crate}}`, `{{lib}}` (the `.wasm` file's stem),
-//! `{{description}}`, `{{kind}}` and `{{sdk}}` (the `tazuna-sdk` dependency).
+//! `{{description}}`, `{{kind}}`, `{{sdk}}` (the `tazuna-sdk` dependency), `{{patch}}`
+//! (what stands in for it until it is on crates.io) and `{{vendored}}` (the README's word on
+//! that).
+//!
+//! The SDK itself is embedded too ([`VENDORED_SDK`]), from the very files `sdk/` builds from, and
+//! written to `vendor/tazuna-sdk/` of the new crate: the crate depends on `tazuna-sdk` by version,
+//! as it will once the SDK is published, and `[patch.crates-io]` points that at the copy. A
+//! plugin author therefore needs only this binary, Rust and crates.io, and the SDK a plugin
+//! builds against is the one this Tazuna speaks.
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +25,63 @@ const SOURCE_LIB: &str = include_str!("../../../../sdk/template/source/lib.rs.tm
 /// `src/lib.rs` of a secret resolver.
 const RESOLVER_LIB: &str = include_str!("../../../../sdk/template/resolver/lib.rs.tmpl");
 
+/// Where the SDK is vendored in a new crate.
+const VENDOR_DIR: &str = "vendor/tazuna-sdk";
+
+/// The SDK's own manifest, which inherits from the workspace's ([`WORKSPACE_MANIFEST`]).
+const SDK_MANIFEST: &str = include_str!("../../../../sdk/Cargo.toml");
+/// The workspace manifest, for what the SDK inherits.
+const WORKSPACE_MANIFEST: &str = include_str!("../../../../Cargo.toml");
+
+/// The SDK's files besides its manifest, as `cargo package -p tazuna-sdk` packages them (a test
+/// checks that every file of `sdk/src` is here).
+const VENDORED_SDK: [(&str, &str); 12] = [
+    ("README.md", include_str!("../../../../sdk/README.md")),
+    (
+        "wit/plugin.wit",
+        include_str!("../../../../sdk/wit/plugin.wit"),
+    ),
+    (
+        "src/artifacts.rs",
+        include_str!("../../../../sdk/src/artifacts.rs"),
+    ),
+    (
+        "src/config.rs",
+        include_str!("../../../../sdk/src/config.rs"),
+    ),
+    ("src/exec.rs", include_str!("../../../../sdk/src/exec.rs")),
+    ("src/info.rs", include_str!("../../../../sdk/src/info.rs")),
+    ("src/lib.rs", include_str!("../../../../sdk/src/lib.rs")),
+    ("src/log.rs", include_str!("../../../../sdk/src/log.rs")),
+    (
+        "src/secret.rs",
+        include_str!("../../../../sdk/src/secret.rs"),
+    ),
+    (
+        "src/source.rs",
+        include_str!("../../../../sdk/src/source.rs"),
+    ),
+    ("src/tools.rs", include_str!("../../../../sdk/src/tools.rs")),
+    ("src/types.rs", include_str!("../../../../sdk/src/types.rs")),
+];
+
+/// What the README says about the vendored SDK.
+const VENDORED_NOTE: &str = "\
+`vendor/tazuna-sdk/` is the SDK this version of Tazuna speaks, copied by `tazuna plugin new`
+until `tazuna-sdk` is on crates.io; `[patch.crates-io]` in `Cargo.toml` says so. Once the SDK is
+published, delete that section and `vendor/`.
+
+";
+
+/// The `[patch.crates-io]` of a crate with the vendored SDK.
+const PATCH: &str = "\
+# `tazuna plugin new` copied the SDK into vendor/tazuna-sdk until tazuna-sdk is on crates.io.
+# Once it is, delete this section and vendor/, and `cargo update -p tazuna-sdk`.
+[patch.crates-io]
+tazuna-sdk = { path = \"vendor/tazuna-sdk\" }
+
+";
+
 /// What to make.
 #[derive(Debug)]
 pub struct NewPlugin {
@@ -24,12 +89,13 @@ pub struct NewPlugin {
     pub dir: PathBuf,
     /// A secret resolver rather than a source plugin.
     pub resolver: bool,
-    /// A local checkout's `sdk/` to depend on, instead of Tazuna's repository.
+    /// A local checkout's `sdk/` to depend on, instead of the SDK embedded in the binary.
     pub sdk_path: Option<PathBuf>,
 }
 
-/// The files written, relative to the new directory.
-pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<&'static str>> {
+/// The files written, relative to the new directory; the vendored SDK is one entry,
+/// `vendor/tazuna-sdk/`.
+pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<String>> {
     let name = plan
         .dir
         .file_name()
@@ -51,7 +117,7 @@ pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<&'static str>> {
             plan.dir.display()
         );
     }
-    let sdk = match &plan.sdk_path {
+    let (sdk, patch) = match &plan.sdk_path {
         Some(path) => {
             let path = std::path::absolute(path)?;
             if !path.join("Cargo.toml").is_file() {
@@ -60,13 +126,17 @@ pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<&'static str>> {
                     path.display()
                 );
             }
-            format!("{{ path = {} }}", toml_string(&path.to_string_lossy()))
+            (
+                format!("{{ path = {} }}", toml_string(&path.to_string_lossy())),
+                "",
+            )
         }
-        None => format!(
-            "{{ git = {}, tag = \"v{}\" }}",
-            toml_string(env!("CARGO_PKG_REPOSITORY")),
-            env!("CARGO_PKG_VERSION")
-        ),
+        None => (toml_string(env!("CARGO_PKG_VERSION")), PATCH),
+    };
+    // Before anything is written: an embedded SDK that cannot stand alone is a bug of this build.
+    let vendored_manifest = match plan.sdk_path {
+        Some(_) => None,
+        None => Some(standalone_sdk_manifest()?),
     };
     let crate_name = format!("tazuna-plugin-{name}");
     let (kind, description, lib) = if plan.resolver {
@@ -90,6 +160,11 @@ pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<&'static str>> {
             .replace("{{description}}", &description)
             .replace("{{kind}}", kind)
             .replace("{{sdk}}", &sdk)
+            .replace("{{patch}}", patch)
+            .replace(
+                "{{vendored}}",
+                if patch.is_empty() { "" } else { VENDORED_NOTE },
+            )
     };
     let files: [(&'static str, &str); 4] = [
         ("Cargo.toml", CARGO_TOML),
@@ -100,7 +175,79 @@ pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<&'static str>> {
     for (file, template) in files {
         write(&plan.dir.join(file), &fill(template))?;
     }
-    Ok(files.iter().map(|(file, _)| *file).collect())
+    let mut written: Vec<String> = files.iter().map(|(file, _)| (*file).to_owned()).collect();
+    if let Some(manifest) = vendored_manifest {
+        let vendor = plan.dir.join(VENDOR_DIR);
+        write(&vendor.join("Cargo.toml"), &manifest)?;
+        for (file, text) in VENDORED_SDK {
+            write(&vendor.join(file), text)?;
+        }
+        written.push(format!("{VENDOR_DIR}/"));
+    }
+    Ok(written)
+}
+
+/// The SDK's manifest with what it inherits from the workspace written out, so that it builds
+/// on its own: what `cargo package` would publish. Comments are left out; they speak of the
+/// checkout.
+fn standalone_sdk_manifest() -> anyhow::Result<String> {
+    let inherited = |table: &str, key: &str| -> anyhow::Result<String> {
+        let mut current = "";
+        for line in WORKSPACE_MANIFEST.lines() {
+            let line = line.trim();
+            if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+                current = header;
+            } else if current == table
+                && let Some((name, value)) = line.split_once('=')
+                && name.trim() == key
+            {
+                return Ok(value.trim().to_owned());
+            }
+        }
+        anyhow::bail!(
+            "the embedded SDK inherits `{key}` from `[{table}]`, and the workspace manifest has none (a bug in this build of tazuna)"
+        )
+    };
+    let mut manifest = format!(
+        "# tazuna-sdk {version}, written by `tazuna plugin new` (tazuna {version}).\n",
+        version = env!("CARGO_PKG_VERSION")
+    );
+    let mut section = String::new();
+    for line in SDK_MANIFEST.lines() {
+        let trimmed = line.trim();
+        if let Some(header) = trimmed.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = header.to_owned();
+            // Workspace lints are the checkout's business, not a plugin author's.
+            if section != "lints" {
+                manifest.push_str(line);
+                manifest.push('\n');
+            }
+            continue;
+        }
+        if section == "lints" || trimmed.starts_with('#') {
+            continue;
+        }
+        let table = match section.as_str() {
+            "package" => "workspace.package",
+            _ => "workspace.dependencies",
+        };
+        let key = trimmed
+            .strip_suffix(".workspace = true")
+            .or_else(|| trimmed.strip_suffix(" = { workspace = true }"));
+        match key {
+            Some(key) => {
+                manifest.push_str(&format!("{key} = {}\n", inherited(table, key)?));
+            }
+            None if trimmed.contains("workspace") => anyhow::bail!(
+                "the embedded SDK's manifest line `{trimmed}` cannot be written out (a bug in this build of tazuna)"
+            ),
+            None => {
+                manifest.push_str(line);
+                manifest.push('\n');
+            }
+        }
+    }
+    Ok(manifest)
 }
 
 fn write(path: &Path, text: &str) -> anyhow::Result<()> {
@@ -169,7 +316,10 @@ mod tests {
                 sdk_path: None,
             };
             for file in create(&plan).unwrap() {
-                let text = std::fs::read_to_string(plan.dir.join(file)).unwrap();
+                if file.ends_with('/') {
+                    continue;
+                }
+                let text = std::fs::read_to_string(plan.dir.join(&file)).unwrap();
                 assert!(!text.contains("{{"), "{file}: {text}");
             }
         }
@@ -178,7 +328,108 @@ mod tests {
             manifest.contains("name = \"tazuna-plugin-vault\""),
             "{manifest}"
         );
-        assert!(manifest.contains("tazuna-sdk = { git = \""), "{manifest}");
+        let version = env!("CARGO_PKG_VERSION");
+        assert!(
+            manifest.contains(&format!("\ntazuna-sdk = \"{version}\"\n")),
+            "{manifest}"
+        );
+        assert!(
+            manifest.contains("[patch.crates-io]\ntazuna-sdk = { path = \"vendor/tazuna-sdk\" }\n"),
+            "{manifest}"
+        );
         assert_eq!(toml_string("a\"b\\c"), r#""a\"b\\c""#);
+    }
+
+    #[test]
+    fn the_sdk_path_replaces_the_vendored_sdk() {
+        let dir = tempfile::tempdir().unwrap();
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk");
+        let plan = NewPlugin {
+            dir: dir.path().join("local"),
+            resolver: false,
+            sdk_path: Some(sdk.clone()),
+        };
+        let files = create(&plan).unwrap();
+        assert!(!files.iter().any(|f| f.starts_with("vendor")), "{files:?}");
+        assert!(!plan.dir.join("vendor").exists());
+        let manifest = std::fs::read_to_string(plan.dir.join("Cargo.toml")).unwrap();
+        let path = std::path::absolute(&sdk).unwrap();
+        assert!(
+            manifest.contains(&format!(
+                "tazuna-sdk = {{ path = {} }}",
+                toml_string(&path.to_string_lossy())
+            )),
+            "{manifest}"
+        );
+        assert!(!manifest.contains("[patch"), "{manifest}");
+    }
+
+    /// A file added to `sdk/src` must be embedded too, or the vendored SDK does not build.
+    #[test]
+    fn the_vendored_sdk_is_every_file_the_sdk_packages() {
+        let sdk = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk");
+        let mut on_disk: Vec<String> = std::fs::read_dir(sdk.join("src"))
+            .unwrap()
+            .map(|entry| format!("src/{}", entry.unwrap().file_name().to_string_lossy()))
+            .chain(
+                std::fs::read_dir(sdk.join("wit"))
+                    .unwrap()
+                    .map(|entry| format!("wit/{}", entry.unwrap().file_name().to_string_lossy())),
+            )
+            .chain(["README.md".to_owned()])
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = VENDORED_SDK.iter().map(|(f, _)| (*f).to_owned()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk, "update VENDORED_SDK in scaffold.rs");
+        for (file, text) in VENDORED_SDK {
+            assert_eq!(
+                std::fs::read_to_string(sdk.join(file)).unwrap(),
+                text,
+                "{file}"
+            );
+        }
+        // The WIT is the workspace's one contract, not a copy of it.
+        assert_eq!(
+            std::fs::read_to_string(sdk.join("../wit/plugin.wit")).unwrap(),
+            VENDORED_SDK[1].1
+        );
+    }
+
+    /// The vendored SDK's manifest stands alone and asks for the workspace's versions.
+    #[test]
+    fn the_vendored_sdk_manifest_writes_out_what_it_inherits() {
+        let manifest = standalone_sdk_manifest().unwrap();
+        assert!(!manifest.contains("workspace"), "{manifest}");
+        assert!(!manifest.contains("[lints]"), "{manifest}");
+        let version = env!("CARGO_PKG_VERSION");
+        assert!(
+            manifest.contains(&format!("\nversion = \"{version}\"\n")),
+            "{manifest}"
+        );
+        assert!(manifest.contains("\nedition = \"2024\"\n"), "{manifest}");
+        // Every dependency, with the workspace's own requirement.
+        let dependencies = SDK_MANIFEST
+            .split("[dependencies]")
+            .nth(1)
+            .unwrap()
+            .split("\n[")
+            .next()
+            .unwrap();
+        let mut count = 0;
+        for line in dependencies.lines().filter(|l| l.contains("workspace")) {
+            let name = line.split(['.', ' ']).next().unwrap();
+            let workspace = WORKSPACE_MANIFEST
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} = ")))
+                .unwrap_or_else(|| panic!("the workspace declares `{name}`"));
+            assert!(
+                manifest.contains(&format!("\n{workspace}\n")),
+                "{name}: {manifest}"
+            );
+            count += 1;
+        }
+        assert!(count >= 5, "{dependencies}");
+        assert!(manifest.contains("\nwit-bindgen = \"0."), "{manifest}");
     }
 }
