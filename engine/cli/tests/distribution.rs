@@ -515,3 +515,242 @@ spec:
         "{stderr}"
     );
 }
+
+/// `DELETE` of a blob through the registry's HTTP API; the registry's answer.
+fn delete_blob(registry: &Registry, repository: &str, digest: &str) -> u16 {
+    reqwest::blocking::Client::new()
+        .delete(format!("{}/v2/{repository}/blobs/{digest}", registry.url()))
+        .send()
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Push `blob` to `repository` through the registry's HTTP API (a monolithic
+/// upload), as a tool other than Tazuna would.
+fn upload_blob(registry: &Registry, repository: &str, blob: &[u8]) -> String {
+    let client = reqwest::blocking::Client::new();
+    let digest = format!("sha256:{}", hex::encode(Sha256::digest(blob)));
+    let started = client
+        .post(format!("{}/v2/{repository}/blobs/uploads/", registry.url()))
+        .send()
+        .unwrap();
+    assert_eq!(started.status().as_u16(), 202, "{started:?}");
+    let location = started.headers()["location"].to_str().unwrap().to_owned();
+    let location = if location.starts_with("http") {
+        location
+    } else {
+        format!("{}{location}", registry.url())
+    };
+    let separator = if location.contains('?') { '&' } else { '?' };
+    let done = client
+        .put(format!("{location}{separator}digest={digest}"))
+        .header("content-type", "application/octet-stream")
+        .body(blob.to_vec())
+        .send()
+        .unwrap();
+    assert_eq!(done.status().as_u16(), 201, "{done:?}");
+    digest
+}
+
+#[test]
+fn inspect_reads_only_the_manifest_and_config_and_names_what_it_cannot_know() {
+    let Some(registry) = e2e::registry() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let cache = root.join("cache");
+    let example = component("example");
+    let host = registry.host();
+    let digest = push(
+        root,
+        &cache,
+        &example,
+        &format!("oci://{host}/plugins/inspected"),
+    );
+
+    // An independent client's view: the manifest's bytes and its layer.
+    let skopeo = tazuna_tests::assets::which("skopeo");
+    let layer = sha256_file(&example);
+    if let Some(skopeo) = &skopeo {
+        let raw = succeed(Command::new(skopeo).args([
+            "inspect",
+            "--tls-verify=false",
+            "--raw",
+            &format!("docker://{host}/plugins/inspected:0.1.0"),
+        ]));
+        assert_eq!(
+            format!("sha256:{}", hex::encode(Sha256::digest(&raw.stdout))),
+            digest,
+            "the digest push printed is that of the manifest the registry serves"
+        );
+        let manifest: Value = serde_json::from_slice(&raw.stdout).unwrap();
+        assert_eq!(manifest["layers"][0]["digest"], layer.as_str());
+        let annotations = &manifest["annotations"];
+        assert_eq!(annotations["org.opencontainers.image.version"], "0.1.0");
+        assert_eq!(
+            annotations["dev.tazuna.plugin.world"],
+            "tazuna:plugin/source-plugin@0.1.0"
+        );
+        assert_eq!(annotations["dev.tazuna.plugin.capabilities"], "[]");
+    } else {
+        assert!(
+            !e2e::required(),
+            "skopeo is missing; tests/controlplane/install.sh installs it"
+        );
+    }
+
+    // The layer blob goes: inspect still answers, from the manifest and the
+    // config blob alone, and a pull (which needs the layer) does not.
+    let repository = "plugins/inspected";
+    assert_eq!(delete_blob(&registry, repository, &layer), 202);
+    assert_eq!(
+        registry
+            .get_status(&format!("/v2/{repository}/blobs/{layer}"), false)
+            .unwrap(),
+        404,
+        "the layer is gone"
+    );
+    let reference = format!("oci://{host}/{repository}:0.1.0@{digest}");
+    let inspected = succeed(
+        tazuna(root, &cache)
+            .args(["plugin", "inspect", &reference, "-o", "json"])
+            .env("TAZUNA_CACHE_DIR", root.join("empty-cache")),
+    );
+    let json: Value = serde_json::from_slice(&inspected.stdout).unwrap();
+    assert_eq!(json["name"], "configmap", "{json:#}");
+    assert_eq!(json["version"], "0.1.0");
+    assert_eq!(json["world"], "tazuna:plugin/source-plugin@0.1.0");
+    assert_eq!(json["requestedCapabilities"], serde_json::json!([]));
+    assert_eq!(json["manifestDigest"], digest.as_str());
+    assert_eq!(json["componentDigest"], layer.as_str());
+    assert_eq!(
+        json["componentSize"],
+        std::fs::metadata(&example).unwrap().len()
+    );
+    assert!(
+        json["exports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e.as_str().unwrap().starts_with("tazuna:plugin/source@")),
+        "{json:#}"
+    );
+    assert_eq!(json["unknown"], serde_json::json!({}));
+    let text_out = succeed(tazuna(root, &cache).args(["plugin", "inspect", &reference]));
+    let shown = String::from_utf8_lossy(&text_out.stdout);
+    assert!(
+        shown.contains(&format!("manifest:     {digest}"))
+            && shown.contains(&format!("component:    {layer} ("))
+            && shown.contains("capabilities: none"),
+        "{shown}"
+    );
+    std::fs::write(
+        root.join("tazuna.yaml"),
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  plugins:\n    - name: configmap\n      source: oci://{host}/{repository}:0.1.0\n  manifests:\n    - name: settings\n      type: configmap\n      configmap:\n        data:\n          LOG_LEVEL: debug\n"
+        ),
+    )
+    .unwrap();
+    let pulled = output(
+        tazuna(root, &cache)
+            .arg("build")
+            .env("TAZUNA_CACHE_DIR", root.join("another-cache")),
+    );
+    assert!(
+        !pulled.status.success(),
+        "a pull needs the deleted layer: {}",
+        text(&pulled)
+    );
+
+    // An artifact another tool pushed, without Tazuna's annotations: what
+    // the config blob says is shown, the rest is unknown, with the reason.
+    let foreign = "plugins/foreign";
+    let wasm = std::fs::read(&example).unwrap();
+    let layer_digest = upload_blob(&registry, foreign, &wasm);
+    let config = serde_json::json!({
+        "created": "2025-01-01T00:00:00Z",
+        "architecture": "wasm",
+        "os": "wasip2",
+        "layerDigests": [layer_digest],
+        "component": {
+            "exports": ["tazuna:plugin/source@0.1.0"],
+            "imports": ["tazuna:plugin/log@0.1.0"],
+            "target": null
+        }
+    })
+    .to_string();
+    let config_digest = upload_blob(&registry, foreign, config.as_bytes());
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.wasm.config.v0+json",
+            "digest": config_digest,
+            "size": config.len(),
+        },
+        "layers": [{
+            "mediaType": "application/wasm",
+            "digest": layer_digest,
+            "size": wasm.len(),
+        }],
+    })
+    .to_string();
+    let put = reqwest::blocking::Client::new()
+        .put(format!("{}/v2/{foreign}/manifests/v2.0.0", registry.url()))
+        .header("content-type", "application/vnd.oci.image.manifest.v1+json")
+        .body(manifest.clone())
+        .send()
+        .unwrap();
+    assert_eq!(put.status().as_u16(), 201, "{put:?}");
+    let inspected = succeed(tazuna(root, &cache).args([
+        "plugin",
+        "inspect",
+        &format!("oci://{host}/{foreign}:v2.0.0"),
+        "-o",
+        "json",
+    ]));
+    let json: Value = serde_json::from_slice(&inspected.stdout).unwrap();
+    assert_eq!(
+        json["manifestDigest"],
+        format!(
+            "sha256:{}",
+            hex::encode(Sha256::digest(manifest.as_bytes()))
+        )
+        .as_str()
+    );
+    assert_eq!(json["componentDigest"], layer_digest.as_str());
+    assert_eq!(json["world"], "tazuna:plugin/source-plugin@0.1.0");
+    assert_eq!(json["version"], Value::Null);
+    assert_eq!(json["requestedCapabilities"], Value::Null);
+    assert!(
+        json["unknown"]["version"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("it is tagged `v2.0.0`"),
+        "{json:#}"
+    );
+    let shown = succeed(tazuna(root, &cache).args([
+        "plugin",
+        "inspect",
+        &format!("oci://{host}/{foreign}:v2.0.0"),
+    ]));
+    assert!(
+        String::from_utf8_lossy(&shown.stdout)
+            .contains("capabilities: unknown (no `dev.tazuna.plugin.capabilities` annotation"),
+        "{}",
+        text(&shown)
+    );
+
+    // A file is loaded and described.
+    let local = succeed(
+        tazuna(root, &cache)
+            .args(["plugin", "inspect", "-o", "json"])
+            .arg(&example),
+    );
+    let json: Value = serde_json::from_slice(&local.stdout).unwrap();
+    assert_eq!(json["name"], "configmap");
+    assert_eq!(json["componentDigest"], layer.as_str());
+    assert_eq!(json["manifestDigest"], Value::Null);
+}

@@ -3,6 +3,10 @@
 //! wasm components; Tazuna loads both from `file://` and applies what they
 //! give to a harness cluster, where kubectl finds it.
 //!
+//! A plugin author has no checkout: a crate made without `--sdk-path`, in a
+//! directory outside the checkout, builds with the SDK `plugin new` vendored
+//! from the binary, and renders.
+//!
 //! The new crates build in the plugins workspace's target directory, with its
 //! Cargo.lock, so the SDK's dependencies (compiled for `cargo xtask
 //! build-plugins`) are reused.
@@ -41,6 +45,123 @@ fn host_target() -> String {
         .find_map(|line| line.strip_prefix("host: "))
         .expect("rustc -vV names the host")
         .to_owned()
+}
+
+/// The acceptance of issue 13: `plugin new` with the binary alone, then
+/// `cargo build --release --target wasm32-wasip2`, and the component renders.
+#[test]
+fn a_new_plugin_builds_outside_a_checkout_with_the_sdk_from_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().canonicalize().unwrap();
+    assert!(
+        !project.starts_with(root()),
+        "{} must be outside the checkout",
+        project.display()
+    );
+    let tazuna = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        command
+            .current_dir(&project)
+            .env("NO_COLOR", "1")
+            .env("TAZUNA_CACHE_DIR", project.join(".cache"));
+        command
+    };
+    let made = succeed(tazuna().args(["plugin", "new", "hello"]));
+    assert!(
+        String::from_utf8_lossy(&made.stdout).contains("vendor/tazuna-sdk/"),
+        "{}",
+        text(&made)
+    );
+    let crate_dir = project.join("hello");
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    assert!(
+        !manifest.contains(&root().to_string_lossy().into_owned()) && !manifest.contains("git"),
+        "nothing points back at a checkout or a repository: {manifest}"
+    );
+    // What was vendored is the SDK of this checkout, WIT included, and its
+    // manifest inherits nothing from a workspace the author does not have.
+    let vendored = crate_dir.join("vendor/tazuna-sdk");
+    for file in [
+        "src/lib.rs",
+        "src/source.rs",
+        "src/types.rs",
+        "wit/plugin.wit",
+    ] {
+        let original = if file.starts_with("wit/") {
+            root().join(file)
+        } else {
+            root().join("sdk").join(file)
+        };
+        assert_eq!(
+            std::fs::read_to_string(vendored.join(file)).unwrap_or_default(),
+            std::fs::read_to_string(original).unwrap(),
+            "vendor/tazuna-sdk/{file}"
+        );
+    }
+    let sdk_manifest = std::fs::read_to_string(vendored.join("Cargo.toml")).unwrap();
+    assert!(!sdk_manifest.contains("workspace"), "{sdk_manifest}");
+
+    // The plugins workspace's lock keeps dependency versions, and so their
+    // compiled artifacts in the shared target directory, the same.
+    std::fs::copy(
+        root().join("plugins/Cargo.lock"),
+        crate_dir.join("Cargo.lock"),
+    )
+    .unwrap();
+    cargo(
+        &crate_dir,
+        &["build", "--release", "--target", "wasm32-wasip2"],
+    );
+    // Cargo built against the vendored copy: a path package, from no registry.
+    let lock = std::fs::read_to_string(crate_dir.join("Cargo.lock")).unwrap();
+    let sdk_entry = lock
+        .split("[[package]]")
+        .find(|entry| entry.contains("name = \"tazuna-sdk\""))
+        .unwrap_or_else(|| panic!("Cargo.lock has tazuna-sdk: {lock}"));
+    assert!(!sdk_entry.contains("source ="), "{sdk_entry}");
+    let wasm = root().join("plugins/target/wasm32-wasip2/release/tazuna_plugin_hello.wasm");
+
+    write(
+        &project,
+        "tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: hello
+      source: file://{}
+  manifests:
+    - name: settings
+      type: hello
+      namespace: default
+      hello:
+        data:
+          LOG_LEVEL: debug
+",
+            wasm.display()
+        ),
+    );
+    let listed = succeed(tazuna().args(["plugin", "list", "-o", "json"]));
+    let list: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert!(
+        list.as_array()
+            .unwrap()
+            .iter()
+            .any(|row| row["name"] == "hello"
+                && row["world"] == "tazuna:plugin/source-plugin@0.1.0"
+                && row["source"] == format!("file://{}", wasm.display())),
+        "{list:#}"
+    );
+    let built = succeed(tazuna().args(["build", "-o", "json"]));
+    let rendered: Value = serde_json::from_slice(&built.stdout).unwrap();
+    let items = rendered["items"].as_array().unwrap();
+    assert!(
+        items.iter().any(|item| item["kind"] == "ConfigMap"
+            && item["metadata"]["name"] == "settings"
+            && item["data"]["LOG_LEVEL"] == "debug"),
+        "{rendered:#}"
+    );
 }
 
 #[test]
@@ -255,4 +376,83 @@ spec:
         .decode(String::from_utf8_lossy(&password.stdout).trim())
         .unwrap();
     assert_eq!(decoded, SECRET.as_bytes());
+}
+
+/// `plugin run` renders one config with a component file, without
+/// tazuna.yaml or a cluster, and shows the plugin's diagnostics.
+#[test]
+fn plugin_run_renders_one_config_with_the_example_plugin() {
+    let example = common::plugin("example");
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        output(
+            Command::new(env!("CARGO_BIN_EXE_tazuna"))
+                .current_dir(dir.path())
+                .env("NO_COLOR", "1")
+                .env("TAZUNA_CACHE_DIR", dir.path().join(".cache"))
+                .args(["plugin", "run"])
+                .arg(&example)
+                .args(args),
+        )
+    };
+
+    let yaml = run(&[
+        "--config",
+        "data: {LOG_LEVEL: debug}",
+        "--name",
+        "App_Settings",
+        "--namespace",
+        "demo",
+    ]);
+    assert!(yaml.status.success(), "{}", text(&yaml));
+    let stdout = String::from_utf8_lossy(&yaml.stdout);
+    assert!(
+        stdout.starts_with("---\n# Source: App_Settings"),
+        "{stdout}"
+    );
+    let object: Value = serde_yaml::from_str(stdout.trim_start_matches("---\n")).unwrap();
+    assert_eq!(object["kind"], "ConfigMap");
+    assert_eq!(object["metadata"]["name"], "app-settings");
+    assert_eq!(object["metadata"]["namespace"], "demo");
+    assert_eq!(object["data"]["LOG_LEVEL"], "debug");
+    assert!(
+        String::from_utf8_lossy(&yaml.stderr)
+            .contains("plugin `configmap` 0.1.0: requests none; granted none"),
+        "{}",
+        text(&yaml)
+    );
+
+    // `-o json` and a config from a file; the plugin's warning reaches stderr.
+    std::fs::write(dir.path().join("config.json"), r#"{"data": {}}"#).unwrap();
+    let json = run(&["--config", "@config.json", "-o", "json"]);
+    assert!(json.status.success(), "{}", text(&json));
+    let list: Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"][0]["metadata"]["name"], "configmap");
+    assert!(
+        String::from_utf8_lossy(&json.stderr).contains("warning: `data` is empty (at `/data`)"),
+        "{}",
+        text(&json)
+    );
+
+    // An invalid config is the plugin's error, and nothing is rendered.
+    let invalid = run(&["--config", r#"{"data": {"not ok": "1"}}"#]);
+    assert_eq!(invalid.status.code(), Some(1), "{}", text(&invalid));
+    assert!(invalid.stdout.is_empty(), "{}", text(&invalid));
+    let stderr = String::from_utf8_lossy(&invalid.stderr);
+    assert!(
+        stderr.contains("error: `not ok` is not a valid ConfigMap key (at `/data/not ok`)")
+            && stderr.contains("nothing was rendered")
+            && stderr.contains("hint: "),
+        "{stderr}"
+    );
+
+    // A config that is not a mapping is refused before the plugin runs.
+    let bad = run(&["--config", "[1, 2]"]);
+    assert_eq!(bad.status.code(), Some(1), "{}", text(&bad));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("--config: the argument is not a mapping"),
+        "{}",
+        text(&bad)
+    );
 }

@@ -276,9 +276,14 @@ async fn pull(
 }
 
 /// Push the component at `path`, the plugin `name`, to `oci://<reference>`
-/// (which must name a tag) in the CNCF Wasm layout; returns the manifest
-/// digest.
-pub async fn push(name: &str, path: &Path, reference: &str) -> Result<String, DistributionError> {
+/// (which must name a tag) in the CNCF Wasm layout, with `annotations` on the
+/// manifest (what `plugin inspect` reads back); returns the manifest digest.
+pub async fn push(
+    name: &str,
+    path: &Path,
+    reference: &str,
+    annotations: &PluginAnnotations,
+) -> Result<String, DistributionError> {
     let source = Source::parse(name, reference)?;
     let Some(tag) = &source.tag else {
         return Err(DistributionError::InvalidReference {
@@ -300,7 +305,13 @@ pub async fn push(name: &str, path: &Path, reference: &str) -> Result<String, Di
     let image = source.with_tag(tag);
     let response = source
         .client()
-        .push(&image, &auth_for(&source.registry), layer, config, None)
+        .push(
+            &image,
+            &auth_for(&source.registry),
+            layer,
+            config,
+            Some(annotations.to_map()),
+        )
         .await
         .map_err(|error| DistributionError::Registry {
             name: name.to_owned(),

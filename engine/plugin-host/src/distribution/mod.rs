@@ -21,6 +21,7 @@ mod blobs;
 mod charts;
 mod credentials;
 mod fetch;
+mod inspect;
 mod source;
 
 use std::path::PathBuf;
@@ -32,6 +33,10 @@ pub use blobs::Blobs;
 pub use charts::{ChartError, newest_chart_version, newest_in_chart_repository};
 pub use credentials::{auth_for, docker_config, helm_registry_config, helm_repositories};
 pub use fetch::{fetch, push};
+pub use inspect::{
+    CAPABILITIES_ANNOTATION, DESCRIPTION_ANNOTATION, Inspected, Layer, PluginAnnotations,
+    TITLE_ANNOTATION, VERSION_ANNOTATION, WORLD_ANNOTATION, inspect, world_of_exports,
+};
 pub use source::Source;
 
 /// Why an `oci://` plugin could not be resolved, pulled or pushed.
