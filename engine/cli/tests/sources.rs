@@ -1226,11 +1226,13 @@ fn a_helmfile_release_is_applied_only_after_the_release_it_needs_is_ready() {
     namespace: {namespace}
     chart: ./charts/hello
     needs: [{namespace}/db]
+    values:
+      - replicas: 1
   - name: db
     namespace: {namespace}
     chart: ./charts/hello
     values:
-      - replicas: 2
+      - replicas: 3
 "
         ),
     );
@@ -1268,7 +1270,7 @@ spec:
         text(&applied)
     );
     assert!(db["metadata"]["annotations"]["tazuna.dev/apply-wave"].is_null());
-    assert_eq!(db["status"]["readyReplicas"], 2);
+    assert_eq!(db["status"]["readyReplicas"], 3);
     assert_eq!(app["status"]["readyReplicas"], 1);
 
     // The audit log: every write to `db`'s objects, and `db` Available,
