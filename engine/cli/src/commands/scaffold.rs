@@ -39,7 +39,9 @@ const VENDORED_SDK: [(&str, &str); 12] = [
     ("README.md", include_str!("../../../../sdk/README.md")),
     (
         "wit/plugin.wit",
-        include_str!("../../../../sdk/wit/plugin.wit"),
+        // The file `sdk/wit` links to, read directly: a checkout without
+        // symlinks (Git for Windows' default) has a text file there.
+        include_str!("../../../../wit/plugin.wit"),
     ),
     (
         "src/artifacts.rs",
