@@ -316,6 +316,11 @@ fn target_installed(root: &Path, target: &str) -> anyhow::Result<bool> {
 fn build(root: &Path, debug: bool) -> anyhow::Result<Vec<PathBuf>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(&cargo);
+    // Reproducible: the build must not depend on where the checkout is. Cargo
+    // hashes the absolute path of a path dependency outside the workspace root
+    // (the SDK, `../sdk`) into its crates' symbol names, which changes the
+    // code's layout; so the build goes through one fixed path.
+    let root = &fixed_path(root)?;
     command
         .current_dir(root)
         .args([
@@ -369,6 +374,25 @@ fn build(root: &Path, debug: bool) -> anyhow::Result<Vec<PathBuf>> {
         bail!("building the plugins failed ({status})");
     }
     Ok(artifacts)
+}
+
+/// A link at a fixed path (`$TMPDIR/tazuna-plugins-src`) to `root`, made anew; `root` itself
+/// where links cannot be made.
+fn fixed_path(root: &Path) -> anyhow::Result<PathBuf> {
+    #[cfg(unix)]
+    {
+        let link = std::env::temp_dir().join("tazuna-plugins-src");
+        let staged =
+            std::env::temp_dir().join(format!("tazuna-plugins-src.{}", std::process::id()));
+        let _ = fs::remove_file(&staged);
+        std::os::unix::fs::symlink(root, &staged)
+            .with_context(|| format!("cannot link `{}`", staged.display()))?;
+        fs::rename(&staged, &link)
+            .with_context(|| format!("cannot move a link to `{}`", link.display()))?;
+        Ok(link)
+    }
+    #[cfg(not(unix))]
+    Ok(root.to_path_buf())
 }
 
 /// Fails unless `bytes` are a WebAssembly component (not a core module).
