@@ -38,9 +38,12 @@ impl Dist {
         let out = root.join(&self.out);
         fs::create_dir_all(&out).with_context(|| format!("cannot create `{}`", out.display()))?;
         let epoch = last_commit_time(&root)?;
+        let host = crate::test::host_target()?;
         let mut sums = String::new();
         for target in &targets {
-            crate::test::run(crate::test::cargo(&root).args([
+            // The host's build is the one `cargo build --release` makes too.
+            let mut build = crate::test::cargo(&root);
+            build.args([
                 "build",
                 "--release",
                 "--locked",
@@ -48,15 +51,20 @@ impl Dist {
                 "tazuna",
                 "--bin",
                 "tazuna",
-                "--target",
-                target,
-            ]))?;
+            ]);
+            let out_dir = if *target == host {
+                root.join("target/release")
+            } else {
+                build.args(["--target", target]);
+                root.join("target").join(target).join("release")
+            };
+            crate::test::run(&mut build)?;
             let exe = if target.contains("windows") {
                 "tazuna.exe"
             } else {
                 "tazuna"
             };
-            let binary = root.join("target").join(target).join("release").join(exe);
+            let binary = out_dir.join(exe);
             let name = format!("tazuna-{version}-{target}");
             let staging = out.join(&name);
             let _ = fs::remove_dir_all(&staging);
