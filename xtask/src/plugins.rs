@@ -319,8 +319,10 @@ fn build(root: &Path, debug: bool) -> anyhow::Result<Vec<PathBuf>> {
     // Reproducible: the build must not depend on where the checkout is. Cargo
     // hashes the absolute path of a path dependency outside the workspace root
     // (the SDK, `../sdk`) into its crates' symbol names, which changes the
-    // code's layout; so the build goes through one fixed path.
-    let root = &fixed_path(root)?;
+    // code's layout; so the build goes through one fixed path, held for the
+    // whole build so that another checkout's build waits.
+    let (root, _held) = fixed_path(root)?;
+    let root = &root;
     command
         .current_dir(root)
         .args([
@@ -376,23 +378,28 @@ fn build(root: &Path, debug: bool) -> anyhow::Result<Vec<PathBuf>> {
     Ok(artifacts)
 }
 
-/// A link at a fixed path (`$TMPDIR/tazuna-plugins-src`) to `root`, made anew; `root` itself
-/// where links cannot be made.
-fn fixed_path(root: &Path) -> anyhow::Result<PathBuf> {
+/// A link at a fixed path (`$TMPDIR/tazuna-plugins-src`) to `root`, made anew, and the lock
+/// that keeps it pointing there until dropped; `root` itself where links cannot be made.
+fn fixed_path(root: &Path) -> anyhow::Result<(PathBuf, Option<fs::File>)> {
     #[cfg(unix)]
     {
-        let link = std::env::temp_dir().join("tazuna-plugins-src");
-        let staged =
-            std::env::temp_dir().join(format!("tazuna-plugins-src.{}", std::process::id()));
+        let temp = std::env::temp_dir();
+        let lock_path = temp.join("tazuna-plugins-src.lock");
+        let lock = fs::File::create(&lock_path)
+            .with_context(|| format!("cannot open `{}`", lock_path.display()))?;
+        lock.lock()
+            .with_context(|| format!("cannot lock `{}`", lock_path.display()))?;
+        let link = temp.join("tazuna-plugins-src");
+        let staged = temp.join(format!("tazuna-plugins-src.{}", std::process::id()));
         let _ = fs::remove_file(&staged);
         std::os::unix::fs::symlink(root, &staged)
             .with_context(|| format!("cannot link `{}`", staged.display()))?;
         fs::rename(&staged, &link)
             .with_context(|| format!("cannot move a link to `{}`", link.display()))?;
-        Ok(link)
+        Ok((link, Some(lock)))
     }
     #[cfg(not(unix))]
-    Ok(root.to_path_buf())
+    Ok((root.to_path_buf(), None))
 }
 
 /// Fails unless `bytes` are a WebAssembly component (not a core module).
