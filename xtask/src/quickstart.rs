@@ -10,7 +10,7 @@ use clap::Args;
 
 use crate::test::run;
 
-/// Build the plugins and the CLI, start the local control plane `quickstart`
+/// Build the CLI (the built-in plugins are committed), start the local control plane `quickstart`
 /// (etcd, kube-apiserver, controllers, kwok), and run `tazuna check`,
 /// `tazuna verify`, `tazuna apply` and `tazuna status` on
 /// examples/quickstart/tazuna.yaml.
