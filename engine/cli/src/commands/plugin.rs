@@ -92,33 +92,7 @@ pub enum Plugin {
     ///
     /// Example: `tazuna plugin run target/wasm32-wasip2/release/tazuna_plugin_greeter.wasm
     /// --config '{"data": {"LOG_LEVEL": "debug"}}' --namespace demo`
-    Run {
-        /// The component file (`.wasm`, or `file://<path>`).
-        component: String,
-        /// The config block: JSON or YAML, or `@<file>` to read it from a file.
-        #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
-        config: String,
-        /// The manifest's name (default: the plugin's name).
-        #[arg(long)]
-        name: Option<String>,
-        /// The manifest directory, which the plugin reads (read-only) as its
-        /// working directory.
-        #[arg(long, value_name = "DIR", default_value = ".")]
-        dir: std::path::PathBuf,
-        /// The manifest's `path`, relative to `--dir`.
-        #[arg(long)]
-        path: Option<String>,
-        /// The manifest's default namespace.
-        #[arg(long, short = 'n')]
-        namespace: Option<String>,
-        /// The environment's `values`: JSON or YAML, or `@<file>`.
-        #[arg(long, value_name = "JSON|@FILE")]
-        values: Option<String>,
-        /// Grant a capability the plugin requests (`exec:helm`, `network`,
-        /// `secrets:exec`, …); repeat it for several. Default: none.
-        #[arg(long = "grant", value_name = "CAPABILITY")]
-        grants: Vec<String>,
-    },
+    Run(RunPlugin),
     /// Start a new plugin: a Rust crate from the SDK's template that builds
     /// into a component as it is.
     ///
@@ -160,31 +134,7 @@ impl Plugin {
                 reference,
             } => push(settings, &component, &reference),
             Self::Inspect { reference } => inspect(settings, &reference),
-            Self::Run {
-                component,
-                config,
-                name,
-                dir,
-                path,
-                namespace,
-                values,
-                grants,
-            } => run(
-                settings,
-                &RunPlugin {
-                    component: component
-                        .strip_prefix("file://")
-                        .unwrap_or(&component)
-                        .into(),
-                    config,
-                    name,
-                    dir,
-                    path,
-                    namespace,
-                    values,
-                    grants,
-                },
-            ),
+            Self::Run(plan) => run(settings, &plan),
             Self::New {
                 dir,
                 resolver,
@@ -702,15 +652,32 @@ fn inspect_file(settings: &GlobalSettings, reference: &str) -> anyhow::Result<In
 }
 
 /// What `plugin run` renders, from its flags.
-#[derive(Debug)]
-struct RunPlugin {
-    component: std::path::PathBuf,
+#[derive(Debug, clap::Args)]
+pub struct RunPlugin {
+    /// The component file (`.wasm`, or `file://<path>`).
+    component: String,
+    /// The config block: JSON or YAML, or `@<file>` to read it from a file.
+    #[arg(long, value_name = "JSON|@FILE", default_value = "{}")]
     config: String,
+    /// The manifest's name (default: the plugin's name).
+    #[arg(long)]
     name: Option<String>,
+    /// The manifest directory, which the plugin reads (read-only) as its
+    /// working directory.
+    #[arg(long, value_name = "DIR", default_value = ".")]
     dir: std::path::PathBuf,
+    /// The manifest's `path`, relative to `--dir`.
+    #[arg(long)]
     path: Option<String>,
+    /// The manifest's default namespace.
+    #[arg(long, short = 'n')]
     namespace: Option<String>,
+    /// The environment's `values`: JSON or YAML, or `@<file>`.
+    #[arg(long, value_name = "JSON|@FILE")]
     values: Option<String>,
+    /// Grant a capability the plugin requests (`exec:helm`, `network`,
+    /// `secrets:exec`, …); repeat it for several. Default: none.
+    #[arg(long = "grant", value_name = "CAPABILITY")]
     grants: Vec<String>,
 }
 
@@ -753,7 +720,12 @@ fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result<ExitCode> 
             plan.dir.display()
         );
     }
-    let (label, bytes) = read_component(&plan.component)?;
+    let component = std::path::Path::new(
+        plan.component
+            .strip_prefix("file://")
+            .unwrap_or(&plan.component),
+    );
+    let (label, bytes) = read_component(component)?;
     let host = PluginHost::new(settings.host.clone())?;
     let plugin = match host.load_source(&label, &bytes, Grants::List(&plan.grants)) {
         Ok(plugin) => plugin,
@@ -764,7 +736,7 @@ fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result<ExitCode> 
             {
                 anyhow::bail!(
                     "`{}` is a secret resolver, and `plugin run` renders with source plugins\nhint: declare it in spec.plugins and name it as a provider's `type`; `tazuna plugin inspect` shows what it is",
-                    plan.component.display()
+                    component.display()
                 );
             }
             anyhow::bail!(
