@@ -2,8 +2,9 @@
 # Installs everything the end-to-end tests need on a fresh machine, and nothing twice:
 #   - Debian packages: docker-registry (the OCI registry under test), skopeo (an
 #     independent OCI client), apache2-utils (htpasswd), time (peak RSS in the
-#     benchmarks), gcc-mingw-w64-x86-64 (the C compiler the Windows `cargo check`
-#     needs for ring and aws-lc), and python3 (a chart repository server) unless
+#     benchmarks), valgrind (the benchmark's instruction-count profile),
+#     gcc-mingw-w64-x86-64 (the C compiler the Windows `cargo check` needs for
+#     ring and aws-lc), and python3 (a chart repository server) unless
 #     one is on PATH, only when missing;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
@@ -15,6 +16,7 @@
 #   tests/controlplane/install.sh --no-apt  skip the Debian packages
 #   tests/controlplane/install.sh --pin     regenerate every go.mod/go.sum from
 #                                            versions.env (after a version bump)
+#   tests/controlplane/install.sh --pin-flux  the same for the two Flux modules only
 #
 # Environment: TAZUNA_DEV_CACHE (default ~/.cache/tazuna-dev), GO (default go).
 # A tool that fails to build is reported and skipped; the script then exits 1 after
@@ -46,7 +48,8 @@ for arg in "$@"; do
   case "$arg" in
     --no-apt) do_apt=0 ;;
     --pin) do_pin=1 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --pin-flux) do_pin=flux ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) die "unknown argument \`$arg\`" ;;
   esac
 done
@@ -63,7 +66,7 @@ fi
 # --- Debian packages ---------------------------------------------------------------
 if [ "$do_apt" = 1 ]; then
   missing=()
-  for pkg in docker-registry skopeo apache2-utils time gcc-mingw-w64-x86-64; do
+  for pkg in docker-registry skopeo apache2-utils time gcc-mingw-w64-x86-64 valgrind; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
       || missing+=("$pkg")
   done
@@ -116,6 +119,38 @@ copy_version_replaces() {
       done
 }
 
+# Flux's two controllers, the GitOps peer of the benchmarks. Each gets its own module:
+# their ./api replaces point inside their repositories, so the published api modules
+# of the same release stand in for them.
+pin_flux() {
+  log "pinning flux-source (github.com/fluxcd/source-controller $FLUX_SOURCE_CONTROLLER_VERSION)"
+  init_module flux-source github.com/fluxcd/source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" \
+    github.com/fluxcd/source-controller
+  (cd "$HERE/flux-source" && "$GO" mod edit \
+    -require="github.com/fluxcd/source-controller/api@$FLUX_SOURCE_CONTROLLER_VERSION")
+  copy_version_replaces flux-source github.com/fluxcd/source-controller "$FLUX_SOURCE_CONTROLLER_VERSION"
+  # v1.9.6 requires github.com/fluxcd/pkg/artifact v0.18.3, which the proxy does not
+  # serve; v0.18.1 is the newest patch of that minor it serves.
+  (cd "$HERE/flux-source" && "$GO" mod edit \
+    -replace=github.com/fluxcd/pkg/artifact=github.com/fluxcd/pkg/artifact@v0.18.1)
+
+  log "pinning flux-kustomize (github.com/fluxcd/kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION)"
+  init_module flux-kustomize github.com/fluxcd/kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" \
+    github.com/fluxcd/kustomize-controller
+  (cd "$HERE/flux-kustomize" && "$GO" mod edit \
+    -require="github.com/fluxcd/kustomize-controller/api@$FLUX_KUSTOMIZE_CONTROLLER_VERSION")
+  copy_version_replaces flux-kustomize github.com/fluxcd/kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION"
+}
+
+# The controllers' tests import test servers the proxy does not serve
+# (github.com/fluxcd/pkg/helmtestserver); -e keeps what the build needs.
+tidy_flux() {
+  for dir in flux-source flux-kustomize; do
+    log "go mod tidy -e in $dir"
+    (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy -e)
+  done
+}
+
 pin_all() {
   log "pinning k8s (k8s.io/kubernetes $KUBERNETES_VERSION)"
   init_module k8s k8s.io/kubernetes "$KUBERNETES_VERSION" \
@@ -155,14 +190,20 @@ pin_all() {
     (cd "$HERE/otelcol" && "$GO" mod edit -require="go.opentelemetry.io/collector/$component@$OTELCOL_VERSION")
   done
 
+  pin_flux
+
   for dir in k8s etcd kwok helm kustomize helmfile oras otelcol; do
     log "go mod tidy in $dir"
     (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy)
   done
+  tidy_flux
 }
 
 if [ "$do_pin" = 1 ]; then
   pin_all
+elif [ "$do_pin" = flux ]; then
+  pin_flux
+  tidy_flux
 fi
 
 # --- Builds ------------------------------------------------------------------------
@@ -240,6 +281,32 @@ build oras "$ORAS_VERSION" oras "" oras.land/oras/cmd/oras
 # The wrapper main in otelcol/ builds a binary named after its module: otelcol.
 build otelcol "$OTELCOL_VERSION" otelcol "" .
 
+build flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" flux-source "" \
+  github.com/fluxcd/source-controller
+build flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" flux-kustomize "" \
+  github.com/fluxcd/kustomize-controller
+
+# copy_crds NAME VERSION MODULE: the CRDs of MODULE@VERSION (config/crd/bases/) into the
+# binary's directory, which the benchmark installs before it starts the controller.
+copy_crds() {
+  local dest="$BIN/$1-$2/crds" dir
+  [ -d "$BIN/$1-$2" ] || return 0
+  [ -d "$dest" ] && return 0
+  dir="$(cd "$BIN" && "$GO" mod download -json "$3@$2" \
+    | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')" || true
+  if [ -z "$dir" ] || [ ! -d "$dir/config/crd/bases" ]; then
+    log "FAILED to get the CRDs of $3@$2"
+    failed+=("$1 CRDs")
+    return 0
+  fi
+  mkdir -p "$dest.tmp.$$"
+  cp "$dir"/config/crd/bases/*.yaml "$dest.tmp.$$/"
+  chmod -R u+w "$dest.tmp.$$"
+  mv "$dest.tmp.$$" "$dest"
+}
+copy_crds flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" github.com/fluxcd/source-controller
+copy_crds flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" github.com/fluxcd/kustomize-controller
+
 # Cluster API's Cluster CRD from the module zip, for the Cluster API target tests.
 copy_cluster_api_crds() {
   local dest="$BIN/cluster-api-$CLUSTER_API_VERSION"
@@ -276,7 +343,9 @@ fi
 echo "tazuna test assets (cache $BIN):"
 for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
              "helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION" \
-             "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION"; do
+             "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION" \
+             "flux-source-controller $FLUX_SOURCE_CONTROLLER_VERSION" \
+             "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION"; do
   set -- $entry
   dir="$BIN/$1-$2"
   if [ -d "$dir" ]; then

@@ -5,7 +5,7 @@
 //!
 //! Every apply is day one on fresh harness control planes. The wave's CPU
 //! bound is the CPU its three control planes and the client spent, divided
-//! by the cores: the shortest any client could take here, as bench-apply
+//! by the cores: the shortest any client could take here, as `cargo xtask bench`
 //! reports it.
 
 use std::fmt::Write as _;

@@ -31,9 +31,10 @@ enum Task {
     Test(test::Test),
     /// Start a local control plane and apply the quickstart to it (Tazuna's main job).
     Quickstart(quickstart::Quickstart),
-    /// Benchmark apply, no-op apply, plan and status beside `kubectl apply
-    /// --server-side` on fresh harness clusters; prints a Markdown report.
-    BenchApply(bench::BenchApply),
+    /// Benchmark Tazuna beside kubectl, helm, helmfile, Flux and a minimal
+    /// kube-rs client on the same workloads, on fresh harness clusters; writes
+    /// docs/benchmarks.md (between its markers) and docs/benchmarks.svg.
+    Bench(bench::Bench),
     /// Benchmark three clusters applied in one wave against the same three one
     /// after another and against the slowest alone; prints a Markdown report.
     BenchFleet(bench_fleet::BenchFleet),
@@ -55,7 +56,7 @@ fn main() -> anyhow::Result<()> {
         Task::Test(args) => args.run(),
         Task::Quickstart(args) => args.run(),
         Task::Cluster(args) => args.run(),
-        Task::BenchApply(args) => args.run(),
+        Task::Bench(args) => args.run(),
         Task::BenchFleet(args) => args.run(),
         Task::Fuzz(args) => args.run(),
         Task::BenchInputs(args) => args.run(),

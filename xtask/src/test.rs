@@ -96,6 +96,11 @@ impl Test {
                 "warnings",
             ]))
         })?;
+        // The benchmark driver on its smallest workloads, against every peer
+        // (kubectl, Flux's controllers, the floor), on the dev build.
+        step("cargo xtask bench --quick", || {
+            run(cargo(&root).args(["xtask", "bench", "--quick"]))
+        })?;
         Ok(())
     }
 }
