@@ -12,8 +12,9 @@
 //! to (default `default`).
 //! Stages run one after another. Inside a stage, Namespaces and
 //! CustomResourceDefinitions go first, then every other object, N requests in
-//! flight. With `--wait`, a stage's Deployments must be Available before the
-//! next stage starts (a watch on each, as `kubectl rollout status` does).
+//! flight. With `--wait`, a stage's Deployments must be Available and its
+//! Jobs Complete (the charts' hooks) before the next stage starts (a watch on
+//! each, as `kubectl rollout status` and `kubectl wait` do).
 //! Requests carry the user agent `ssa-floor`, so the audit log tells them
 //! apart.
 
@@ -24,6 +25,7 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, ValidationDirective};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::GroupVersionKind;
@@ -130,7 +132,7 @@ async fn main() -> Result<(), Error> {
             .await?;
         }
         if args.wait {
-            wait_deployments(&client, stage).await?;
+            wait_workloads(&client, stage).await?;
         }
     }
     Ok(())
@@ -193,29 +195,39 @@ async fn apply(
 }
 
 /// Waits until every Deployment in the stage's files is Available with all
-/// its replicas updated.
-async fn wait_deployments(client: &kube::Client, stage: &Stage) -> Result<(), Error> {
-    let mut waits = Vec::new();
+/// its replicas updated, and every Job is Complete.
+async fn wait_workloads(client: &kube::Client, stage: &Stage) -> Result<(), Error> {
+    let mut waits: Vec<futures::future::BoxFuture<'_, Result<(), Error>>> = Vec::new();
     for (default, file) in &stage.files {
         let text = std::fs::read_to_string(file)?;
         for document in serde_yaml::Deserializer::from_str(&text) {
             let value = <serde_yaml::Value as serde::Deserialize>::deserialize(document)?;
-            if value.get("kind").and_then(|k| k.as_str()) != Some("Deployment") {
+            let kind = value.get("kind").and_then(|k| k.as_str());
+            if !matches!(kind, Some("Deployment" | "Job")) {
                 continue;
             }
             let metadata = &value["metadata"];
             let name = metadata["name"]
                 .as_str()
-                .ok_or("a Deployment without a name")?
+                .ok_or("a workload without a name")?
                 .to_owned();
             let namespace = metadata["namespace"].as_str().unwrap_or(default);
+            if kind == Some("Job") {
+                let api: Api<Job> = Api::namespaced(client.clone(), namespace);
+                waits.push(Box::pin(async move {
+                    await_condition(api, &name, |j: Option<&Job>| j.is_some_and(complete)).await?;
+                    Ok(())
+                }));
+                continue;
+            }
             let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-            waits.push(async move {
+            waits.push(Box::pin(async move {
                 await_condition(api, &name, |d: Option<&Deployment>| {
                     d.is_some_and(available)
                 })
-                .await
-            });
+                .await?;
+                Ok(())
+            }));
         }
     }
     futures::future::try_join_all(waits).await?;
@@ -230,4 +242,14 @@ fn available(d: &Deployment) -> bool {
     status.observed_generation >= d.metadata.generation
         && status.updated_replicas.unwrap_or(0) == want
         && status.available_replicas.unwrap_or(0) == want
+}
+
+fn complete(j: &Job) -> bool {
+    j.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "Complete" && c.status == "True")
+        })
 }

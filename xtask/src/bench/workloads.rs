@@ -71,22 +71,40 @@ impl Workload {
                 ]
                 .join(","),
             ],
-            Kind::Charts => vec![
-                [
-                    file("default", "rendered/namespaces.yaml"),
-                    file("cert-manager", "rendered/cert-manager.yaml"),
-                    file("ingress-nginx", "rendered/ingress-nginx.yaml"),
-                ]
-                .join(","),
-            ],
-            Kind::Helmfile => vec![
-                [
-                    file("default", "rendered/namespaces.yaml"),
-                    file("cert-manager", "rendered/cert-manager.yaml"),
-                ]
-                .join(","),
-                file("ingress-nginx", "rendered/ingress-nginx.yaml"),
-            ],
+            // helm's phases, each waited for: pre-install hooks, the
+            // release, post-install hooks. Both charts side by side, as the
+            // helm peer runs them.
+            Kind::Charts => PHASES
+                .iter()
+                .enumerate()
+                .map(|(i, phase)| {
+                    let mut files: Vec<String> = CHARTS
+                        .iter()
+                        .map(|chart| file(chart, &format!("rendered/{chart}-{phase}.yaml")))
+                        .collect();
+                    if i == 0 {
+                        files.insert(0, file("default", "rendered/namespaces.yaml"));
+                    }
+                    files.join(",")
+                })
+                .collect(),
+            // The same phases, ingress-nginx after cert-manager (`needs:`).
+            Kind::Helmfile => CHARTS
+                .iter()
+                .flat_map(|chart| {
+                    PHASES
+                        .iter()
+                        .map(move |phase| file(chart, &format!("rendered/{chart}-{phase}.yaml")))
+                })
+                .enumerate()
+                .map(|(i, stage)| {
+                    if i == 0 {
+                        format!("{},{stage}", file("default", "rendered/namespaces.yaml"))
+                    } else {
+                        stage
+                    }
+                })
+                .collect(),
             Kind::Dag => (0..DAG_LEVELS)
                 .map(|level| {
                     (0..DAG_WIDTH)
@@ -274,7 +292,7 @@ fn write_helmfile(root: &Path, assets: &Assets, dir: &Path) -> anyhow::Result<()
 }
 
 /// `helm template` of both charts (hooks included, as helm installs them),
-/// and their Namespaces, for the floor.
+/// split into helm's phases, and their Namespaces, for the floor.
 fn render_for_floor(assets: &Assets, dir: &Path, charts: &Path) -> anyhow::Result<()> {
     let rendered = dir.join("rendered");
     std::fs::create_dir_all(&rendered)?;
@@ -300,7 +318,43 @@ fn render_for_floor(assets: &Assets, dir: &Path, charts: &Path) -> anyhow::Resul
             "helm template {chart}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        std::fs::write(rendered.join(format!("{chart}.yaml")), &out.stdout)?;
+        split_phases(&String::from_utf8(out.stdout)?, &rendered, chart)?;
+    }
+    Ok(())
+}
+
+/// The charts, in the order the helmfile `needs:` them.
+const CHARTS: [&str; 2] = ["cert-manager", "ingress-nginx"];
+
+/// helm's phases of an install, as file suffixes.
+const PHASES: [&str; 3] = ["pre", "main", "post"];
+
+/// Splits a chart's `helm template` into its pre-install hooks, its release
+/// and its post-install hooks (`rendered/<chart>-<phase>.yaml`).
+fn split_phases(text: &str, rendered: &Path, chart: &str) -> anyhow::Result<()> {
+    let mut phases: [String; 3] = Default::default();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let value = <serde_yaml::Value as serde::Deserialize>::deserialize(document).with_context(
+            || format!("helm template {chart} printed a document that is not YAML"),
+        )?;
+        if value.is_null() {
+            continue;
+        }
+        let hook = value["metadata"]["annotations"]["helm.sh/hook"]
+            .as_str()
+            .unwrap_or_default();
+        let phase = if hook.contains("pre-install") {
+            0
+        } else if hook.contains("post-install") {
+            2
+        } else {
+            1
+        };
+        phases[phase].push_str("---\n");
+        phases[phase].push_str(&serde_yaml::to_string(&value)?);
+    }
+    for (phase, text) in PHASES.iter().zip(phases) {
+        std::fs::write(rendered.join(format!("{chart}-{phase}.yaml")), text)?;
     }
     Ok(())
 }
