@@ -7,7 +7,8 @@
 //! kept, so the output is the same on every run.
 //!
 //! When none of the given manifests declares `dependsOn`, each manifest is its own layer in
-//! declaration order: Go Tazuna's sequential mode, kept for compatibility. (Go decides this
+//! declaration order: Go Tazuna's sequential mode, kept for compatibility. The children of
+//! one `type: parallel` entry share a layer there, as Go Tazuna runs them together. (Go decides this
 //! over the whole file; here it is decided over the manifests passed in, so a `--tags`
 //! selection without any `dependsOn` runs sequentially. That is never less safe.)
 
@@ -22,6 +23,10 @@ pub trait Node {
     fn name(&self) -> &str;
     /// The names it depends on.
     fn depends_on(&self) -> &[String];
+    /// The `type: parallel` entry it is a child of, if any.
+    fn parallel(&self) -> Option<&str> {
+        None
+    }
 }
 
 impl Node for Manifest {
@@ -32,6 +37,10 @@ impl Node for Manifest {
     fn depends_on(&self) -> &[String] {
         &self.depends_on
     }
+
+    fn parallel(&self) -> Option<&str> {
+        self.parallel.as_deref()
+    }
 }
 
 impl<T: Node + ?Sized> Node for &T {
@@ -41,6 +50,10 @@ impl<T: Node + ?Sized> Node for &T {
 
     fn depends_on(&self) -> &[String] {
         (**self).depends_on()
+    }
+
+    fn parallel(&self) -> Option<&str> {
+        (**self).parallel()
     }
 }
 
@@ -73,7 +86,18 @@ fn edges<N: Node>(nodes: &[N]) -> Vec<Vec<usize>> {
 /// reach here anyway, its members form a last layer rather than vanishing.
 pub fn layers<N: Node>(manifests: &[N]) -> Vec<Vec<usize>> {
     if manifests.iter().all(|m| m.depends_on().is_empty()) {
-        return (0..manifests.len()).map(|i| vec![i]).collect();
+        // Declaration order; the children of one `parallel` entry together.
+        let mut layers: Vec<Vec<usize>> = Vec::new();
+        for (i, manifest) in manifests.iter().enumerate() {
+            let group = manifest.parallel();
+            match layers.last_mut() {
+                Some(last) if group.is_some() && manifests[last[0]].parallel() == group => {
+                    last.push(i);
+                }
+                _ => layers.push(vec![i]),
+            }
+        }
+        return layers;
     }
     let (layers, _) = levels(&edges(manifests));
     layers
@@ -220,6 +244,7 @@ mod tests {
             wait: Wait::default(),
             prune: false,
             create_namespace: false,
+            parallel: None,
             tests: Vec::new(),
             config: serde_json::json!({}),
             base_dir: PathBuf::from("."),

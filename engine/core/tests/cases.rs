@@ -189,6 +189,9 @@ fn summary(config: &Config, selected: &[&config::Manifest], tags: &[String]) -> 
         if !m.depends_on.is_empty() {
             let _ = writeln!(out, "      dependsOn: {:?}", m.depends_on);
         }
+        if let Some(parent) = &m.parallel {
+            let _ = writeln!(out, "      parallel child of: {parent}");
+        }
         if let Some(namespace) = &m.namespace {
             let _ = writeln!(out, "      namespace: {namespace}");
         }

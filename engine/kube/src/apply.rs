@@ -606,7 +606,7 @@ impl Run<'_> {
     /// when it ends, not when its layer does. `layers` (indices into
     /// `units`) gives the order in which ready manifests start and the
     /// `Layer` events; `sequential` says the layers come from declaration
-    /// order alone, so each manifest waits for the one before it and a
+    /// order alone, so each layer waits for the one before it and a
     /// failure stops every later manifest.
     pub async fn apply(
         &self,
@@ -631,9 +631,14 @@ impl Run<'_> {
         // What each manifest waits for; a dependency outside this run (not
         // selected) was applied before, or is not this run's to wait for.
         let waits: Vec<Vec<usize>> = if sequential {
+            // Each layer waits for the whole layer before it (a layer of
+            // declaration order is one manifest, or one `parallel` entry's
+            // children).
             let mut waits = vec![Vec::new(); units.len()];
-            for pair in order.windows(2) {
-                waits[pair[1]].push(pair[0]);
+            for pair in layers.windows(2) {
+                for &i in &pair[1] {
+                    waits[i].clone_from(&pair[0]);
+                }
             }
             waits
         } else {

@@ -668,6 +668,7 @@ mod tests {
             wait: Wait::default(),
             prune: false,
             create_namespace: false,
+            parallel: None,
             tests: Vec::new(),
             config: json!({}),
             base_dir: PathBuf::from("."),

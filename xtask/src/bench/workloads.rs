@@ -254,7 +254,7 @@ fn write_charts(root: &Path, assets: &Assets, dir: &Path) -> anyhow::Result<()> 
     std::fs::write(
         dir.join("tazuna.yaml"),
         format!(
-            "{HEADER}    - name: cert-manager\n      type: helm\n      path: charts/cert-manager\n      namespace: cert-manager\n      createNamespace: true\n      helm:\n        valuesFiles: [cert-manager-values.yaml]\n      wait: {{ timeoutSeconds: 300 }}\n    - name: ingress-nginx\n      type: helm\n      path: charts/ingress-nginx\n      namespace: ingress-nginx\n      createNamespace: true\n      helm:\n        valuesFiles: [ingress-nginx-values.yaml]\n      wait: {{ timeoutSeconds: 300 }}\n"
+            "{HEADER}    - name: charts\n      type: parallel\n      parallel:\n        children:\n          - name: cert-manager\n            type: helm\n            path: charts/cert-manager\n            namespace: cert-manager\n            createNamespace: true\n            helm:\n              valuesFiles: [cert-manager-values.yaml]\n            wait: {{ timeoutSeconds: 300 }}\n          - name: ingress-nginx\n            type: helm\n            path: charts/ingress-nginx\n            namespace: ingress-nginx\n            createNamespace: true\n            helm:\n              valuesFiles: [ingress-nginx-values.yaml]\n            wait: {{ timeoutSeconds: 300 }}\n"
         ),
     )?;
     render_for_floor(assets, dir, &dir.join("charts"))

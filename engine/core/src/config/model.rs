@@ -265,6 +265,10 @@ pub struct Manifest {
     pub create_namespace: bool,
     /// Checks run right after this manifest is applied.
     pub tests: Vec<Test>,
+    /// The `type: parallel` entry this manifest is a child of. Without any
+    /// `dependsOn` (declaration order), a parent's children are applied
+    /// together, as in Go Tazuna.
+    pub parallel: Option<String>,
     /// The block named after the type (`genesisSecret` for `genesissecret`), `{}` if absent.
     pub config: serde_json::Value,
     /// The directory of the file that declares the manifest.

@@ -48,6 +48,8 @@ pub(super) struct Parent {
     pub(super) wait: Option<Wait>,
     pub(super) prune: Option<bool>,
     pub(super) create_namespace: Option<bool>,
+    /// Its name: its children's [`Manifest::parallel`].
+    pub(super) name: String,
 }
 
 pub(super) enum Nesting<'a> {
@@ -295,7 +297,10 @@ impl Expander<'_> {
                     at: doc.value_span(&path.key("type")),
                 });
             }
-            self.claims.push(Claim { name, at: name_at });
+            self.claims.push(Claim {
+                name: name.clone(),
+                at: name_at,
+            });
             let parent = Parent {
                 depends_on,
                 tags,
@@ -303,13 +308,17 @@ impl Expander<'_> {
                 wait,
                 prune,
                 create_namespace,
+                name,
             };
             let first_child = self.entries.len();
             self.expand_parallel(doc, path, blocks.remove("parallel"), &parent)?;
-            // The parent's tests ran after all its children; in declaration order the last
-            // child is applied last, so its tests run at the same point.
-            if let Some(last) = self.entries[first_child..].last_mut() {
+            // The parent's tests run after all its children: the last child
+            // takes them and, in declaration order, goes after its siblings.
+            if let Some(last) = self.entries[first_child..].last_mut()
+                && !tests.is_empty()
+            {
                 last.manifest.tests.extend(tests);
+                last.manifest.parallel = None;
             }
             return Ok(());
         }
@@ -363,6 +372,10 @@ impl Expander<'_> {
                 prune: prune.unwrap_or(false),
                 create_namespace: create_namespace.unwrap_or(false),
                 tests,
+                parallel: match nesting {
+                    Nesting::ParallelChild(parent) => Some(parent.name.clone()),
+                    _ => None,
+                },
                 config,
                 base_dir: doc.dir.clone(),
                 origin: doc.value_span(path).location,
