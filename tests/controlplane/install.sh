@@ -122,24 +122,22 @@ copy_version_replaces() {
 # Flux's two controllers, the GitOps peer of the benchmarks. Each gets its own module:
 # their ./api replaces point inside their repositories, so the published api modules
 # of the same release stand in for them.
+# pin_flux_controller DIR MODULE VERSION: the controller and its api module at VERSION.
+pin_flux_controller() {
+  local dir=$1 module=$2 version=$3
+  log "pinning $dir ($module $version)"
+  init_module "$dir" "$module" "$version" "$module"
+  (cd "$HERE/$dir" && "$GO" mod edit -require="$module/api@$version")
+  copy_version_replaces "$dir" "$module" "$version"
+}
+
 pin_flux() {
-  log "pinning flux-source (github.com/fluxcd/source-controller $FLUX_SOURCE_CONTROLLER_VERSION)"
-  init_module flux-source github.com/fluxcd/source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" \
-    github.com/fluxcd/source-controller
-  (cd "$HERE/flux-source" && "$GO" mod edit \
-    -require="github.com/fluxcd/source-controller/api@$FLUX_SOURCE_CONTROLLER_VERSION")
-  copy_version_replaces flux-source github.com/fluxcd/source-controller "$FLUX_SOURCE_CONTROLLER_VERSION"
+  pin_flux_controller flux-source github.com/fluxcd/source-controller "$FLUX_SOURCE_CONTROLLER_VERSION"
   # v1.9.6 requires github.com/fluxcd/pkg/artifact v0.18.3, which the proxy does not
   # serve; v0.18.1 is the newest patch of that minor it serves.
   (cd "$HERE/flux-source" && "$GO" mod edit \
     -replace=github.com/fluxcd/pkg/artifact=github.com/fluxcd/pkg/artifact@v0.18.1)
-
-  log "pinning flux-kustomize (github.com/fluxcd/kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION)"
-  init_module flux-kustomize github.com/fluxcd/kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" \
-    github.com/fluxcd/kustomize-controller
-  (cd "$HERE/flux-kustomize" && "$GO" mod edit \
-    -require="github.com/fluxcd/kustomize-controller/api@$FLUX_KUSTOMIZE_CONTROLLER_VERSION")
-  copy_version_replaces flux-kustomize github.com/fluxcd/kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION"
+  pin_flux_controller flux-kustomize github.com/fluxcd/kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION"
 }
 
 # The controllers' tests import test servers the proxy does not serve

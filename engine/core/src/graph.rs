@@ -8,9 +8,9 @@
 //!
 //! When none of the given manifests declares `dependsOn`, each manifest is its own layer in
 //! declaration order: Go Tazuna's sequential mode, kept for compatibility. The children of
-//! one `type: parallel` entry share a layer there, as Go Tazuna runs them together. (Go decides this
-//! over the whole file; here it is decided over the manifests passed in, so a `--tags`
-//! selection without any `dependsOn` runs sequentially. That is never less safe.)
+//! one `type: parallel` entry share a layer there, as Go Tazuna runs them together. (Go
+//! decides this over the whole file; here it is decided over the manifests passed in, so a
+//! `--tags` selection without any `dependsOn` runs sequentially. That is never less safe.)
 
 use std::collections::HashMap;
 
