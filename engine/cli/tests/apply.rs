@@ -1179,6 +1179,35 @@ fn the_file_go_tazuna_init_writes_checks_applies_and_plans_with_nothing_to_do() 
     }
 }
 
+/// `<name>/cm.yaml` for each name: a ConfigMap `name` with `ready: "yes"`.
+fn write_ready_configmaps(dir: &Path, names: &[&str]) {
+    for name in names {
+        common::write(
+            dir,
+            &format!("{name}/cm.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  ready: \"yes\"\n"
+            ),
+        );
+    }
+}
+
+/// The JSON-lines events of `apply -o json`.
+fn json_events(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Where the `event` of `manifest` comes among `events`.
+fn event_index(events: &[Value], event: &str, manifest: &str) -> usize {
+    events
+        .iter()
+        .position(|e| e["event"] == event && e["manifest"] == manifest)
+        .unwrap_or_else(|| panic!("no `{event}` of `{manifest}` in {events:?}"))
+}
+
 /// Regression: layers were barriers. A manifest waited for unrelated
 /// manifests of its layer, and its `finished` event came when the whole
 /// layer ended.
@@ -1219,27 +1248,11 @@ spec:
       dependsOn: [fast]
 "#
     ));
-    for name in ["slow", "fast", "after-fast"] {
-        common::write(
-            dir.path(),
-            &format!("{name}/cm.yaml"),
-            &format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  ready: \"yes\"\n"
-            ),
-        );
-    }
+    write_ready_configmaps(dir.path(), &["slow", "fast", "after-fast"]);
     let out = output(tazuna(cluster, dir.path()).args(["apply", "-o", "json"]));
     assert!(out.status.success(), "{}", text(&out));
-    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let at = |event: &str, manifest: &str| {
-        events
-            .iter()
-            .position(|e| e["event"] == event && e["manifest"] == manifest)
-            .unwrap_or_else(|| panic!("no `{event}` of `{manifest}` in {events:?}"))
-    };
+    let events = json_events(&out);
+    let at = |event: &str, manifest: &str| event_index(&events, event, manifest);
     // `slow` passes its test only after four checks a second apart; `fast`
     // and `after-fast` are done long before.
     assert!(
@@ -1250,6 +1263,79 @@ spec:
     assert!(at("finished", "after-fast") < at("finished", "slow"));
     assert_eq!(
         common::kubectl_json(cluster, &["get", "configmap", "after-fast", "-n", ns])["data"]["ready"],
+        "yes"
+    );
+}
+
+/// Go Tazuna runs a `type: parallel` entry's children together. In a file
+/// without any `dependsOn` (declaration order), they were applied one after
+/// another; now they are one step of that order, and the next manifest waits
+/// for all of them.
+#[test]
+fn a_parallel_entrys_children_apply_together_in_declaration_order() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("parallel");
+    let ns = namespace.name();
+    let dir = common::project(&format!(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: par-first
+      type: manifests
+      path: ./par-first
+      namespace: {ns}
+    - name: pair
+      type: parallel
+      namespace: {ns}
+      parallel:
+        children:
+          - name: par-slow
+            type: manifests
+            path: ./par-slow
+            tests:
+              - type: WaitUntil
+                intervalSeconds: 1
+                minConsecutiveSuccessCount: 4
+                timeoutSeconds: 60
+                waitUntil:
+                  resource: {{ apiVersion: v1, kind: ConfigMap }}
+                  namespace: {ns}
+                  name: par-slow
+                  condition: "object.data.ready == 'yes'"
+          - name: par-fast
+            type: manifests
+            path: ./par-fast
+    - name: par-last
+      type: manifests
+      path: ./par-last
+      namespace: {ns}
+"#
+    ));
+    write_ready_configmaps(
+        dir.path(),
+        &["par-first", "par-slow", "par-fast", "par-last"],
+    );
+    let out = output(tazuna(cluster, dir.path()).args(["apply", "-o", "json"]));
+    assert!(out.status.success(), "{}", text(&out));
+    let events = json_events(&out);
+    let at = |event: &str, manifest: &str| event_index(&events, event, manifest);
+    // `slow` passes its test only after four checks a second apart.
+    assert!(
+        at("started", "par-fast") < at("finished", "par-slow"),
+        "par-fast waited for its sibling par-slow: {events:#?}"
+    );
+    assert!(at("finished", "par-first") < at("started", "par-slow"));
+    assert!(at("finished", "par-first") < at("started", "par-fast"));
+    assert!(
+        at("finished", "par-slow") < at("started", "par-last")
+            && at("finished", "par-fast") < at("started", "par-last"),
+        "par-last started before the parallel entry's children were done: {events:#?}"
+    );
+    assert_eq!(
+        common::kubectl_json(cluster, &["get", "configmap", "par-last", "-n", ns])["data"]["ready"],
         "yes"
     );
 }
