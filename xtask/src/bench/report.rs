@@ -372,7 +372,7 @@ fn markdown(table: &Table, meta: &Meta, quick: bool) -> anyhow::Result<String> {
     writeln!(md, "| Target | Measured |\n|---|---|")?;
     writeln!(
         md,
-        "| fastest of all peers on day one (workloads 1, 2, 4) | {} |",
+        "| fastest of all peers on day one (every workload; the target names 1, 2 and 4) | {} |",
         fastest.join("; ")
     )?;
     writeln!(
