@@ -161,7 +161,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         Some(_) => ("-".to_owned(), helmfile_dir_of(&file)),
         None => (file.clone(), request.scratch.clone()),
     };
-    let template = Template {
+    let mut template = Template {
         file: &file_arg,
         config: &config,
         environment: environment.as_deref(),
@@ -169,6 +169,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         state_values_files: &state_values_files,
         values_files: &values_files,
         output_dir: &output_dir,
+        skip_deps: false,
     };
     // Both runs read the same helmfile with the same state values.
     let helmfile = |args: Vec<String>| {
@@ -194,15 +195,29 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
             other => other,
         })
     };
+    // The state first: its releases carry their `needs:` and their charts.
+    let build = helmfile(build_args(&template))?;
+    let state = needs::read_build(&build.stdout_text()).map_err(PluginError::other)?;
+    // Before it renders, helmfile runs `helm dependency build` on every chart,
+    // one helm after another. A chart on disk that declares no dependencies has
+    // none to build: when every release's is one, that step is skipped. (The
+    // releases of a `helmfile.d` are relative to files of their own.)
+    let base = Path::new(&file).is_file().then(|| helmfile_dir_of(&file));
+    template.skip_deps = !state.is_empty()
+        && state.iter().all(|release| {
+            release
+                .chart_dir
+                .as_deref()
+                .zip(base.as_deref())
+                .is_some_and(|(dir, base)| builds_no_dependencies(&Path::new(base).join(dir)))
+        });
     let run = helmfile(template_args(&template))?;
     let releases = releases::read(Path::new(&output_dir)).map_err(PluginError::other)?;
     // One release has no order to keep; several may `need` each other.
     let waves = if releases.len() > 1 {
-        let build = helmfile(build_args(&template))?;
-        needs::waves(&needs::read_build(&build.stdout_text()).map_err(PluginError::other)?)
-            .map_err(|message| {
-                PluginError::InvalidInput(vec![Diagnostic::error(message).at(file.clone())])
-            })?
+        needs::waves(&state).map_err(|message| {
+            PluginError::InvalidInput(vec![Diagnostic::error(message).at(file.clone())])
+        })?
     } else {
         BTreeMap::new()
     };
@@ -266,6 +281,26 @@ fn find_helmfile(path: &Path) -> Option<String> {
         .map(|found| found.to_string_lossy().into_owned())
 }
 
+/// Whether the chart in directory `dir` has no dependencies for `helm dependency build` to
+/// fetch: its `Chart.yaml` is there and lists none. Anything else (no such file, one that is
+/// not YAML, a `requirements.yaml` of an old chart) is left to helmfile.
+fn builds_no_dependencies(dir: &Path) -> bool {
+    if dir.join("requirements.yaml").exists() {
+        return false;
+    }
+    let Ok(text) = std::fs::read_to_string(dir.join("Chart.yaml")) else {
+        return false;
+    };
+    let mut documents = crate::yaml::documents(&text);
+    let Some(Ok(chart)) = documents.next() else {
+        return false;
+    };
+    chart
+        .value
+        .get("dependencies")
+        .is_none_or(|dependencies| dependencies.as_array().is_some_and(Vec::is_empty))
+}
+
 /// The directory of the helmfile at guest path `file`.
 fn helmfile_dir_of(file: &str) -> String {
     Path::new(file)
@@ -316,6 +351,8 @@ pub struct Template<'a> {
     pub values_files: &'a [String],
     /// Guest path of the directory helm writes the releases to.
     pub output_dir: &'a str,
+    /// `--skip-deps`: no `helm dependency build` (nor `helm repo update`) before rendering.
+    pub skip_deps: bool,
 }
 
 /// The arguments of `helmfile template` for `template`. Chart tests are left out, as in the
@@ -327,6 +364,9 @@ pub fn template_args(template: &Template<'_>) -> Vec<String> {
     let config = template.config;
     let mut args = global_args(template);
     args.push("template".to_owned());
+    if template.skip_deps {
+        args.push("--skip-deps".to_owned());
+    }
     if config.include_crds {
         args.push("--include-crds".to_owned());
     }
@@ -407,6 +447,7 @@ mod tests {
             state_values_files: &["/scratch/tazuna-state-values.json".to_owned()],
             values_files: &values,
             output_dir: "/scratch/rendered",
+            skip_deps: true,
         });
         assert_eq!(
             args,
@@ -417,6 +458,7 @@ mod tests {
                 "--state-values-file=/scratch/tazuna-state-values.json",
                 "--selector=tier=platform",
                 "template",
+                "--skip-deps",
                 "--include-crds",
                 "--kube-version=v1.37.2",
                 "--values=/manifest/common.yaml",
@@ -424,5 +466,48 @@ mod tests {
                 "--output-dir-template={{ .OutputDir }}/{{ .Release.Name }}_{{ .Release.Namespace }}",
             ]
         );
+    }
+
+    #[test]
+    fn only_a_chart_on_disk_that_lists_no_dependencies_skips_their_build() {
+        let root =
+            std::env::temp_dir().join(format!("tazuna-helmfile-deps-{}", std::process::id()));
+        let chart = |name: &str, text: Option<&str>| {
+            let dir = root.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            if let Some(text) = text {
+                std::fs::write(dir.join("Chart.yaml"), text).unwrap();
+            }
+            dir
+        };
+        let plain = chart(
+            "plain",
+            Some("apiVersion: v2\nname: plain\nversion: 1.0.0\n"),
+        );
+        let empty = chart(
+            "empty",
+            Some("apiVersion: v2\nname: e\nversion: 1.0.0\ndependencies: []\n"),
+        );
+        let with = chart(
+            "with",
+            Some(
+                "apiVersion: v2\nname: w\nversion: 1.0.0\ndependencies:\n  - name: redis\n    version: 1.x\n    repository: https://charts.example.com\n",
+            ),
+        );
+        let old = chart("old", Some("apiVersion: v1\nname: o\nversion: 1.0.0\n"));
+        std::fs::write(
+            old.join("requirements.yaml"),
+            "dependencies:\n  - name: redis\n",
+        )
+        .unwrap();
+        let missing = chart("missing", None);
+        let not_yaml = chart("broken", Some("dependencies: [\n"));
+        assert!(builds_no_dependencies(&plain));
+        assert!(builds_no_dependencies(&empty));
+        assert!(!builds_no_dependencies(&with));
+        assert!(!builds_no_dependencies(&old));
+        assert!(!builds_no_dependencies(&missing));
+        assert!(!builds_no_dependencies(&not_yaml));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

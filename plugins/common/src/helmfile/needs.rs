@@ -20,14 +20,31 @@ pub struct Release {
     pub namespace: Option<String>,
     /// `needs:` as written: `name`, `namespace/name` or `context/namespace/name`.
     pub needs: Vec<String>,
+    /// `chartPath`, relative to the helmfile's directory, when helmfile renders that
+    /// directory as it is: the release asks for no patches, transformers or added
+    /// dependencies (each makes helmfile build a chart of its own first).
+    pub chart_dir: Option<String>,
 }
+
+/// Release keys that make helmfile build a chart of its own (chartify) before it renders.
+const CHARTIFY_KEYS: &[&str] = &[
+    "dependencies",
+    "jsonPatches",
+    "strategicMergePatches",
+    "transformers",
+    "forceNamespace",
+];
 
 /// The releases `helmfile build` printed (every document's `releases`, in order).
 pub fn read_build(stdout: &str) -> Result<Vec<Release>, String> {
     let mut releases = Vec::new();
     for document in crate::yaml::documents(stdout) {
-        let document = document
-            .map_err(|e| format!("cannot read `helmfile build` at line {}: {}", e.line, e.message))?;
+        let document = document.map_err(|e| {
+            format!(
+                "cannot read `helmfile build` at line {}: {}",
+                e.line, e.message
+            )
+        })?;
         let Some(list) = document.value.get("releases").and_then(Value::as_array) else {
             continue;
         };
@@ -47,6 +64,10 @@ pub fn read_build(stdout: &str) -> Result<Vec<Release>, String> {
                     .and_then(Value::as_array)
                     .map(|needs| needs.iter().filter_map(text).collect())
                     .unwrap_or_default(),
+                chart_dir: release
+                    .get("chartPath")
+                    .and_then(text)
+                    .filter(|_| CHARTIFY_KEYS.iter().all(|key| release.get(key).is_none())),
             });
         }
     }
@@ -128,7 +149,10 @@ fn cycle(releases: &[Release], edges: &[Vec<usize>], wave: &[Option<u32>], start
         path.push(next);
         at = next;
     }
-    format!("release `{}` needs releases that need it back", releases[start].name)
+    format!(
+        "release `{}` needs releases that need it back",
+        releases[start].name
+    )
 }
 
 #[cfg(test)]
@@ -140,6 +164,7 @@ mod tests {
             name: name.to_owned(),
             namespace: namespace.map(str::to_owned),
             needs: needs.iter().map(|n| (*n).to_owned()).collect(),
+            chart_dir: None,
         }
     }
 
@@ -156,6 +181,17 @@ mod tests {
     }
 
     #[test]
+    fn a_chart_is_rendered_as_it_is_only_without_patches_or_added_dependencies() {
+        let stdout = "releases:\n- chart: ./a\n  chartPath: charts/a\n  name: a\n- chart: ./b\n  chartPath: charts/b\n  name: b\n  jsonPatches:\n  - target: {kind: ConfigMap}\n- chart: stable/c\n  name: c\n- chart: ./d\n  chartPath: charts/d\n  name: d\n  dependencies:\n  - chart: stable/redis\n";
+        let dirs: Vec<_> = read_build(stdout)
+            .unwrap()
+            .into_iter()
+            .map(|release| release.chart_dir)
+            .collect();
+        assert_eq!(dirs, [Some("charts/a".to_owned()), None, None, None]);
+    }
+
+    #[test]
     fn a_release_comes_one_wave_after_the_last_it_needs() {
         let releases = [
             release("web", Some("apps"), &["apps/api", "cache"]),
@@ -167,7 +203,13 @@ mod tests {
         let waves = waves(&releases).unwrap();
         let wave = |name: &str| waves.iter().find(|((n, _), _)| n == name).unwrap().1;
         assert_eq!(
-            [wave("db"), wave("cache"), wave("api"), wave("web"), wave("alone")],
+            [
+                wave("db"),
+                wave("cache"),
+                wave("api"),
+                wave("web"),
+                wave("alone")
+            ],
             [&0, &0, &1, &2, &1]
         );
     }
