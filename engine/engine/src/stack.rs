@@ -243,7 +243,7 @@ impl Default for ApplyOptions {
             recreate: Recreate::Never,
             lock_timeout: Duration::from_secs(60),
             manifests_at_once: 4,
-            requests_at_once: 32,
+            requests_at_once: tazuna_kube::apply::REQUESTS_AT_ONCE,
             resend: false,
             atomic: false,
         }
@@ -433,19 +433,25 @@ impl Stack {
         render_settings: &RenderSettings,
     ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
         let mut results = render::render_all(host, plugins, manifests, render_settings);
+        self.check_pins(&mut results)?;
+        Ok(results)
+    }
+
+    /// [`render::check_pins`] for what `results` pulled, if anything.
+    fn check_pins(&self, results: &mut [Result<Rendered, RenderError>]) -> Result<(), RunError> {
         let pulled = results
             .iter()
             .any(|r| r.as_ref().is_ok_and(|r| !r.upstream.is_empty()));
         if pulled {
             let notices = self.notices.clone();
             self.lock.update(|lock| {
-                for line in render::check_pins(lock, &mut results) {
+                for line in render::check_pins(lock, results) {
                     notices(&line);
                 }
                 Ok::<_, RunError>(())
             })?;
         }
-        Ok(results)
+        Ok(())
     }
 
     /// The settings of a render for `cluster` (or for none, as `build` does).
@@ -610,7 +616,9 @@ impl Stack {
     /// [`Self::render`], and for the sources that may draw random values
     /// (helm's `randAlphaNum`, `genCA`, `uuidv4`), a second render of the
     /// same inputs: the fields that come out differently are marked
-    /// generated, and named (Secrets aside) with a hint to pin them.
+    /// generated, and named (Secrets aside) with a hint to pin them. The
+    /// second renders run beside the first ones, in the same pool of workers,
+    /// so they cost CPU but little time.
     fn render_marked(
         &self,
         host: &PluginHost,
@@ -618,17 +626,14 @@ impl Stack {
         manifests: &[&Manifest],
         settings: &RenderSettings,
     ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
-        let mut results = self.render(host, plugins, manifests, settings)?;
         let again: Vec<usize> = (0..manifests.len())
-            .filter(|&i| {
-                results[i].is_ok() && matches!(manifests[i].kind.as_str(), "helm" | "helmfile")
-            })
+            .filter(|&i| matches!(manifests[i].kind.as_str(), "helm" | "helmfile"))
             .collect();
-        if again.is_empty() {
-            return Ok(results);
-        }
-        let chosen: Vec<&Manifest> = again.iter().map(|&i| manifests[i]).collect();
-        let second = render::render_all(host, plugins, &chosen, settings);
+        let mut all = manifests.to_vec();
+        all.extend(again.iter().map(|&i| manifests[i]));
+        let mut results = render::render_all(host, plugins, &all, settings);
+        let second = results.split_off(manifests.len());
+        self.check_pins(&mut results)?;
         for (index, second) in again.into_iter().zip(second) {
             if let (Ok(first), Ok(second)) = (&mut results[index], second) {
                 for line in mark_generated(first, &second) {
@@ -1441,7 +1446,7 @@ fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
         prune: Prune::Dangerous,
         mode: Mode::Apply,
         manifests_at_once: 1,
-        requests_at_once: 32,
+        requests_at_once: tazuna_kube::apply::REQUESTS_AT_ONCE,
         resend: false,
         atomic: false,
         git_commit: None,

@@ -61,12 +61,16 @@ pub(crate) struct Shared {
     namespaces: HashSet<String>,
     /// Namespaces that exist live; read once, by dry runs only.
     live_namespaces: tokio::sync::OnceCell<HashSet<String>>,
+    /// Apply requests in flight, across every manifest of the run.
+    requests: tokio::sync::Semaphore,
 }
 
 impl Shared {
-    /// What `units`, one run's manifests, share.
-    pub(crate) fn new(units: &[Unit<'_>]) -> Self {
+    /// What `units`, one run's manifests, share; `settings` bound the
+    /// requests they send at once.
+    pub(crate) fn new(units: &[Unit<'_>], settings: &ApplySettings) -> Self {
         Self {
+            requests: tokio::sync::Semaphore::new(settings.requests_at_once.max(1)),
             providers: crd_providers(units),
             applied: std::sync::Mutex::new(HashSet::new()),
             namespaces: crate::namespaces::provided(
@@ -78,6 +82,14 @@ impl Shared {
         }
     }
 }
+
+/// Apply requests a run keeps in flight unless told otherwise (`--requests`).
+/// Measured on a 2-core harness (`cargo xtask bench`, 1,062 objects), 128
+/// took 14% less time than 32, and the API server less CPU per request: it
+/// batches concurrent writes to etcd. A server that has no seat for one
+/// (API Priority and Fairness) queues it or answers 429, which the client
+/// retries after the time the server names.
+pub const REQUESTS_AT_ONCE: usize = 128;
 
 /// What happens on a field conflict with another manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +142,7 @@ pub struct ApplySettings {
     pub mode: Mode,
     /// Manifests of a layer applied at once.
     pub manifests_at_once: usize,
-    /// Requests in flight per manifest.
+    /// Apply requests in flight at once, across the run's manifests.
     pub requests_at_once: usize,
     /// Send every object, even those unchanged in intent and live
     /// (`--sync`, as `helmfile sync` is to `helmfile apply`).
@@ -616,7 +628,7 @@ impl Run<'_> {
     ) -> Vec<ManifestOutcome> {
         use futures::StreamExt as _;
 
-        let shared = Shared::new(units);
+        let shared = Shared::new(units, self.settings);
         let order: Vec<usize> = layers.iter().flatten().copied().collect();
         let layer_of: HashMap<usize, usize> = layers
             .iter()
@@ -1442,7 +1454,10 @@ impl Run<'_> {
         }
         let sends = futures::stream::iter(to_send.into_iter().map(
             |(position, item, action)| async move {
-                let result = self.send(&item).await;
+                let result = {
+                    let _turn = shared.requests.acquire().await;
+                    self.send(&item).await
+                };
                 (position, item, action, result)
             },
         ))

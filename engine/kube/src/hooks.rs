@@ -27,7 +27,7 @@ impl Run<'_> {
     /// in order, as `helm test` runs them. A manifest without tests is left
     /// out; one that was never applied is skipped.
     pub async fn chart_tests(&self, units: &[Unit<'_>]) -> Vec<ManifestOutcome> {
-        let shared = Shared::new(units);
+        let shared = Shared::new(units, self.settings);
         let mut outcomes = Vec::new();
         for unit in units {
             let name = unit.manifest.name.clone();

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use tazuna_engine::apply::{Conflicts, Mode, Prune, Recreate};
+use tazuna_engine::apply::{Conflicts, Mode, Prune, REQUESTS_AT_ONCE, Recreate};
 use tazuna_engine::guard::Rebind;
 use tazuna_engine::stack::{Access, ApplyOptions, Writes};
 
@@ -73,8 +73,10 @@ pub struct Apply {
     #[arg(long, value_name = "N", default_value_t = 4)]
     concurrency: usize,
 
-    /// Requests in flight per manifest.
-    #[arg(long, value_name = "N", default_value_t = 32)]
+    /// Apply requests in flight at once, across the run's manifests. A lower
+    /// number spares a busy API server; the one it cannot seat it queues or
+    /// answers 429, and Tazuna retries.
+    #[arg(long, value_name = "N", default_value_t = REQUESTS_AT_ONCE)]
     requests: usize,
 
     /// Send every object, even those unchanged since the last apply and
@@ -161,7 +163,7 @@ impl Apply {
             rebind: false,
             lock_timeout: 60,
             concurrency: 4,
-            requests: 32,
+            requests: REQUESTS_AT_ONCE,
             sync: false,
             atomic: false,
             sources: super::SourceArgs::default(),
