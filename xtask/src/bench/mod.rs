@@ -55,7 +55,7 @@ pub struct Bench {
     #[arg(long)]
     no_profile: bool,
     /// Requests the floor keeps in flight; by default it is calibrated on the
-    /// 1,000-ConfigMap workload (8 to 128) and the fastest is kept.
+    /// 1,000-ConfigMap workload (8 to 256) and the fastest is kept.
     #[arg(long)]
     floor_concurrency: Option<usize>,
     /// Make the report from target/bench/results.json without running anything.
@@ -543,7 +543,7 @@ impl Env {
         )?
         .remove(0);
         let mut tried = Vec::new();
-        for concurrency in [8, 16, 32, 64, 128] {
+        for concurrency in [8, 16, 32, 64, 128, 256] {
             eprintln!("==> floor calibration: {concurrency} in flight");
             self.floor_concurrency = concurrency;
             let cluster = fresh(&format!("bench-floor-{concurrency}"))?;

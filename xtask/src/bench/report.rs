@@ -295,7 +295,12 @@ pub fn write(
             "docs/benchmarks.md lacks the markers\nhint: put `{BEGIN}` and `{END}` where the report goes"
         );
     };
-    let updated = format!("{}{BEGIN}\n{markdown}{}", &doc[..begin], &doc[end..]);
+    // The report ends with its own end marker.
+    let updated = format!(
+        "{}{BEGIN}\n{markdown}{}",
+        &doc[..begin],
+        &doc[end + END.len()..].trim_start_matches('\n')
+    );
     std::fs::write(&doc_path, updated)?;
     std::fs::write(root.join("docs/benchmarks.svg"), svg)?;
     eprintln!("==> wrote docs/benchmarks.md and docs/benchmarks.svg");
