@@ -1339,3 +1339,92 @@ spec:
         "yes"
     );
 }
+
+/// The most PATCHes of ConfigMaps in `namespace` that Tazuna had in flight at
+/// once, from the API server's audit log (received to response complete).
+fn most_patches_at_once(cluster: &TestCluster, namespace: &str) -> usize {
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let log = cluster.own().expect("a harness cluster").audit_log();
+    let text = std::fs::read_to_string(log).unwrap();
+    let mut edges: Vec<(String, i32)> = Vec::new();
+    for event in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    {
+        if event["verb"] == "patch"
+            && event["objectRef"]["resource"] == "configmaps"
+            && event["objectRef"]["namespace"] == namespace
+            && event["userAgent"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("tazuna/"))
+        {
+            // Microsecond RFC 3339 times compare as text.
+            edges.push((
+                event["requestReceivedTimestamp"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                1,
+            ));
+            edges.push((event["stageTimestamp"].as_str().unwrap().to_owned(), -1));
+        }
+    }
+    assert!(
+        edges.len() >= 2 * 80,
+        "the audit log holds {} edges",
+        edges.len()
+    );
+    // An end before a start at the same instant: those two did not overlap.
+    edges.sort();
+    let (mut now, mut most) = (0, 0);
+    for (_, step) in edges {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
+/// `--requests` bounds the run, not each manifest: two manifests applied
+/// together share it. The control run, with room to spare, shows the audit
+/// log sees overlap when there is some.
+#[test]
+fn requests_in_flight_are_capped_across_the_manifests_of_a_run() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    if cluster.own().is_none() {
+        eprintln!("skipped: a developer's cluster has no audit log to read");
+        return;
+    }
+    let apply = |requests: &str| {
+        let namespace = cluster.namespace("requests");
+        let ns = namespace.name().to_owned();
+        let dir = common::project(&format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: pair{requests}\n      type: parallel\n      namespace: {ns}\n      parallel:\n        children:\n          - name: cap{requests}-a\n            type: manifests\n            path: ./cap-a\n          - name: cap{requests}-b\n            type: manifests\n            path: ./cap-b\n"
+        ));
+        for manifest in ["cap-a", "cap-b"] {
+            let objects: String = (0..40)
+                .map(|i| {
+                    format!(
+                        "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {manifest}-{i}\ndata:\n  i: \"{i}\"\n"
+                    )
+                })
+                .collect();
+            common::write(dir.path(), &format!("{manifest}/cms.yaml"), &objects);
+        }
+        let out = output(tazuna(cluster, dir.path()).args(["apply", "--requests", requests]));
+        assert!(out.status.success(), "{}", text(&out));
+        let most = most_patches_at_once(cluster, &ns);
+        (namespace, most)
+    };
+    let (_capped, capped) = apply("2");
+    assert!(
+        capped <= 2,
+        "{capped} PATCHes were in flight at once with --requests 2"
+    );
+    let (_free, free) = apply("64");
+    assert!(
+        free > 2,
+        "with --requests 64 the audit log showed at most {free} in flight: it cannot tell the cap from its absence"
+    );
+}
