@@ -1343,31 +1343,13 @@ spec:
 /// The most PATCHes of ConfigMaps in `namespace` that Tazuna had in flight at
 /// once, from the API server's audit log (received to response complete).
 fn most_patches_at_once(cluster: &TestCluster, namespace: &str) -> usize {
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let log = cluster.own().expect("a harness cluster").audit_log();
-    let text = std::fs::read_to_string(log).unwrap();
+    let events = cluster.requests_from("tazuna/").expect("a harness cluster");
     let mut edges: Vec<(String, i32)> = Vec::new();
-    for event in text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-    {
-        if event["verb"] == "patch"
-            && event["objectRef"]["resource"] == "configmaps"
-            && event["objectRef"]["namespace"] == namespace
-            && event["userAgent"]
-                .as_str()
-                .is_some_and(|a| a.starts_with("tazuna/"))
-        {
-            // Microsecond RFC 3339 times compare as text.
-            edges.push((
-                event["requestReceivedTimestamp"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned(),
-                1,
-            ));
-            edges.push((event["stageTimestamp"].as_str().unwrap().to_owned(), -1));
-        }
+    for event in events.into_iter().filter(|e| {
+        e.verb == "patch" && e.resource == "configmaps" && e.namespace.as_deref() == Some(namespace)
+    }) {
+        edges.push((event.at, 1));
+        edges.push((event.done, -1));
     }
     assert!(
         edges.len() >= 2 * 80,

@@ -179,6 +179,8 @@ pub struct AuditEvent {
     /// When the API server received it (RFC 3339 with microseconds, so
     /// times compare as text).
     pub at: String,
+    /// When its response was complete, in the same form.
+    pub done: String,
 }
 
 impl AuditEvent {
@@ -334,6 +336,7 @@ impl Cluster {
                     .as_str()
                     .unwrap_or_default()
                     .to_owned(),
+                done: e["stageTimestamp"].as_str().unwrap_or_default().to_owned(),
             })
             .collect()
     }
