@@ -1202,7 +1202,9 @@ fn a_tools_deprecation_warnings_reach_the_user() {
 }
 
 /// Regression: helmfile's `needs:` was ignored, so two releases went in
-/// together (the needing one first, by name) with one wait for both.
+/// together (the needing one first, by name) with one wait for both. And
+/// then the hooks of every release ran together, the needing release's
+/// pre-install hook before the release it needs.
 #[test]
 fn a_helmfile_release_is_applied_only_after_the_release_it_needs_is_ready() {
     let Some(tools) = Tools::locate() else {
@@ -1216,6 +1218,23 @@ fn a_helmfile_release_is_applied_only_after_the_release_it_needs_is_ready() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     copy_dir(&chart(), &root.join("platform/charts/hello"));
+    // Each release has a pre-install and a post-install hook.
+    write(
+        root,
+        "platform/charts/hello/templates/hooks.yaml",
+        "{{- range list \"pre\" \"post\" }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $.Release.Name }}-{{ . }}
+  annotations:
+    helm.sh/hook: {{ . }}-install
+    helm.sh/hook-delete-policy: before-hook-creation
+data: {}
+{{- end }}
+",
+    );
     // `app` sorts before `db`, so without `needs:` its objects went first.
     write(
         root,
@@ -1269,7 +1288,9 @@ spec:
         "{}",
         text(&applied)
     );
-    assert!(db["metadata"]["annotations"]["tazuna.dev/apply-wave"].is_null());
+    // Every release carries its wave once one waits for another: hooks go
+    // with their wave.
+    assert_eq!(db["metadata"]["annotations"]["tazuna.dev/apply-wave"], "0");
     assert_eq!(db["status"]["readyReplicas"], 3);
     assert_eq!(app["status"]["readyReplicas"], 1);
 
@@ -1295,6 +1316,38 @@ spec:
         (2, 2),
         "a ConfigMap and a Deployment each: {writes:?}"
     );
+    // Each release's hooks run with it: db's pre-install hook, db, its
+    // post-install hook, then app's pre-install hook, app, its post-install
+    // hook.
+    let hook = |name: &str| {
+        let at = writes
+            .iter()
+            .filter(|e| e.name.as_deref() == Some(name) && e.verb == "patch")
+            .map(|e| e.at.as_str())
+            .collect::<Vec<_>>();
+        assert_eq!(at.len(), 1, "hook {name} is applied once: {writes:?}");
+        at[0]
+    };
+    let sequence = [
+        ("db-pre", hook("db-pre")),
+        ("db", *db_writes.iter().min().unwrap()),
+        ("db", *db_writes.iter().max().unwrap()),
+        ("db-post", hook("db-post")),
+        ("app-pre", hook("app-pre")),
+        ("app", *app_writes.iter().min().unwrap()),
+        ("app", *app_writes.iter().max().unwrap()),
+        ("app-post", hook("app-post")),
+    ];
+    for pair in sequence.windows(2) {
+        assert!(
+            pair[0].1 <= pair[1].1,
+            "{} at {} came after {} at {}: {sequence:?}",
+            pair[0].0,
+            pair[0].1,
+            pair[1].0,
+            pair[1].1
+        );
+    }
     let first_app = app_writes.iter().min().unwrap();
     assert!(
         db_writes.iter().all(|at| at < first_app),

@@ -181,6 +181,11 @@ pub struct AuditEvent {
     pub at: String,
     /// When its response was complete, in the same form.
     pub done: String,
+    /// The response's HTTP status (429 when API Priority and Fairness
+    /// turned it away).
+    pub code: Option<u16>,
+    /// Who sent it (`system:admin`, `system:serviceaccount:<ns>:<name>`).
+    pub user: String,
 }
 
 impl AuditEvent {
@@ -337,6 +342,13 @@ impl Cluster {
                     .unwrap_or_default()
                     .to_owned(),
                 done: e["stageTimestamp"].as_str().unwrap_or_default().to_owned(),
+                code: e["responseStatus"]["code"]
+                    .as_u64()
+                    .and_then(|c| u16::try_from(c).ok()),
+                user: e["user"]["username"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
             })
             .collect()
     }

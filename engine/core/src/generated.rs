@@ -114,11 +114,150 @@ fn walk(a: &Value, b: &Value, at: &mut Vec<Step>, out: &mut Vec<Field>) {
     }
 }
 
+/// The template functions whose output differs between two renders of the
+/// same inputs: sprig's random and clock functions, and helm's key and
+/// certificate generators.
+const DRAWN_ANEW: &[&str] = &[
+    "randAlphaNum",
+    "randAlpha",
+    "randAscii",
+    "randNumeric",
+    "randBytes",
+    "randInt",
+    "uuidv4",
+    "shuffle",
+    "now",
+    "htpasswd",
+    "bcrypt",
+    "encryptAES",
+    "getHostByName",
+    "genCA",
+    "genCAWithKey",
+    "genPrivateKey",
+    "genSelfSignedCert",
+    "genSelfSignedCertWithKey",
+    "genSignedCert",
+    "genSignedCertWithKey",
+];
+
+/// More than this much chart to read, and it is taken to draw values anew.
+const SCAN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Whether a chart directory and the values given to it may draw a value
+/// anew on each render: some template action (`{{ … }}`) in a file of the
+/// chart (its subcharts, values and helpers included) or in `values` (the
+/// texts of values files and inline values, which `tpl` can render) names
+/// one of the functions that do. Anything that cannot be read as text, a
+/// chart archive (a packed subchart), a symbolic link or more than 64 MiB is
+/// taken to draw anew: a second render then finds out.
+pub fn may_draw_anew(chart: &std::path::Path, values: &[String]) -> bool {
+    if values.iter().any(|text| names_a_drawing_function(text)) {
+        return true;
+    }
+    let mut read = 0u64;
+    let mut pending = vec![chart.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return true;
+        };
+        for entry in entries {
+            let Ok(entry) = entry else {
+                return true;
+            };
+            let Ok(kind) = entry.file_type() else {
+                return true;
+            };
+            if kind.is_dir() {
+                pending.push(entry.path());
+                continue;
+            }
+            if !kind.is_file() {
+                return true;
+            }
+            let Ok(bytes) = std::fs::read(entry.path()) else {
+                return true;
+            };
+            read += bytes.len() as u64;
+            if read > SCAN_LIMIT {
+                return true;
+            }
+            match std::str::from_utf8(&bytes) {
+                Ok(text) if !names_a_drawing_function(text) => {}
+                _ => return true,
+            }
+        }
+    }
+    false
+}
+
+/// Whether a template action in `text` names a function of [`DRAWN_ANEW`].
+fn names_a_drawing_function(text: &str) -> bool {
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let action = &rest[start + 2..];
+        let end = action.find("}}").unwrap_or(action.len());
+        let words = action[..end]
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '$'));
+        // `.now` or `$now` is a field or a variable, not the function.
+        if words
+            .filter(|w| !w.starts_with('.') && !w.starts_with('$'))
+            .any(|w| DRAWN_ANEW.contains(&w))
+        {
+            return true;
+        }
+        rest = &action[end..];
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_chart_that_calls_a_random_function_may_draw_anew_and_one_without_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let chart = dir.path();
+        std::fs::create_dir_all(chart.join("templates")).unwrap();
+        std::fs::create_dir_all(chart.join("charts/sub/templates")).unwrap();
+        std::fs::write(chart.join("Chart.yaml"), "name: app\nversion: 0.1.0\n").unwrap();
+        std::fs::write(
+            chart.join("templates/cm.yaml"),
+            "# known, unknown and now in a comment are not calls\ndata:\n  at: {{ .Values.now | quote }}\n  v: {{ $now := 1 }}{{ $now }}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            chart.join("charts/sub/templates/s.yaml"),
+            "x: {{ include \"a\" . }}\n",
+        )
+        .unwrap();
+        assert!(!may_draw_anew(chart, &[]));
+        assert!(may_draw_anew(
+            chart,
+            &["password: '{{ randAlphaNum 16 }}'".to_owned()]
+        ));
+
+        std::fs::write(
+            chart.join("charts/sub/templates/s.yaml"),
+            "ca: {{- $ca := genCA \"x\" 365 }}{{ $ca.Cert | b64enc }}\n",
+        )
+        .unwrap();
+        assert!(may_draw_anew(chart, &[]), "a subchart's genCA");
+        std::fs::write(
+            chart.join("charts/sub/templates/s.yaml"),
+            "at: {{ now | date \"2006\" }}\n",
+        )
+        .unwrap();
+        assert!(may_draw_anew(chart, &[]), "now");
+        std::fs::remove_file(chart.join("charts/sub/templates/s.yaml")).unwrap();
+        assert!(!may_draw_anew(chart, &[]));
+
+        std::fs::write(chart.join("charts/dep-1.0.0.tgz"), [0x1f, 0x8b, 0x08, 0x00]).unwrap();
+        assert!(may_draw_anew(chart, &[]), "a packed subchart is not read");
+        assert!(may_draw_anew(&chart.join("missing"), &[]));
+    }
 
     #[test]
     fn only_the_fields_that_came_out_differently_are_named() {

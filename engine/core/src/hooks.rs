@@ -154,6 +154,36 @@ pub fn split(objects: &[&Value], release: Release) -> Split {
     split
 }
 
+/// A stage's hooks (in their order) as the groups an apply sends at once.
+/// helm creates a stage's hooks one after another and waits only for those
+/// that can be not ready (Jobs, Pods), so the hooks of one weight that
+/// nothing waits for go together. A hook that is waited for, a Namespace and
+/// a CustomResourceDefinition each go alone: what follows may need them
+/// (a Job its ServiceAccount, a namespaced hook its Namespace).
+pub fn batches<'a>(stage: &'a [Hook], objects: &[&Value]) -> Vec<&'a [Hook]> {
+    let alone = |hook: &Hook| {
+        let object = objects[hook.index];
+        crate::readiness::has_rule(object, crate::readiness::LoadBalancers::Ignored)
+            || matches!(
+                object["kind"].as_str(),
+                Some("Namespace" | "CustomResourceDefinition")
+            )
+    };
+    let mut batches = Vec::new();
+    let mut start = 0;
+    for end in 1..=stage.len() {
+        let split_here = end == stage.len()
+            || alone(&stage[end - 1])
+            || alone(&stage[end])
+            || stage[end].weight != stage[start].weight;
+        if split_here {
+            batches.push(&stage[start..end]);
+            start = end;
+        }
+    }
+    batches
+}
+
 /// A hook's delete policy; none given means `before-hook-creation`.
 fn delete_policy(object: &Value) -> DeletePolicy {
     let Some(policies) = annotation(object, DELETE_POLICY) else {
@@ -232,6 +262,57 @@ mod tests {
     fn object(kind: &str, name: &str, annotations: Value) -> Value {
         json!({ "apiVersion": "v1", "kind": kind,
                 "metadata": { "name": name, "annotations": annotations } })
+    }
+
+    #[test]
+    fn hooks_of_one_weight_that_nothing_waits_for_go_together() {
+        let hook = |kind: &str, name: &str, weight: &str| {
+            let mut hook = object(kind, name, json!({ HOOK: "pre-install", WEIGHT: weight }));
+            if kind == "Job" {
+                hook["apiVersion"] = json!("batch/v1");
+            }
+            hook
+        };
+        let objects = [
+            hook("Namespace", "jobs", "-5"),
+            hook("ServiceAccount", "migrate", "-5"),
+            hook("Role", "migrate", "-5"),
+            hook("RoleBinding", "migrate", "-5"),
+            hook("Job", "migrate", "-5"),
+            hook("ConfigMap", "seed", "0"),
+            hook("ConfigMap", "later", "1"),
+            hook("Secret", "later", "1"),
+        ];
+        let values: Vec<&Value> = objects.iter().collect();
+        let stage = split(&values, Release::Install).pre;
+        let names = |batch: &[Hook]| -> Vec<String> {
+            batch
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{}/{}",
+                        values[h.index]["kind"].as_str().unwrap(),
+                        values[h.index]["metadata"]["name"].as_str().unwrap()
+                    )
+                })
+                .collect()
+        };
+        let batches: Vec<Vec<String>> = batches(&stage, &values).into_iter().map(names).collect();
+        assert_eq!(
+            batches,
+            vec![
+                vec!["Namespace/jobs"],
+                vec![
+                    "ServiceAccount/migrate",
+                    "Role/migrate",
+                    "RoleBinding/migrate"
+                ],
+                vec!["Job/migrate"],
+                vec!["ConfigMap/seed"],
+                vec!["Secret/later", "ConfigMap/later"],
+            ]
+        );
+        assert!(super::batches(&[], &values).is_empty());
     }
 
     #[test]

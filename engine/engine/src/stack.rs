@@ -627,7 +627,7 @@ impl Stack {
         settings: &RenderSettings,
     ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
         let again: Vec<usize> = (0..manifests.len())
-            .filter(|&i| matches!(manifests[i].kind.as_str(), "helm" | "helmfile"))
+            .filter(|&i| renders_may_differ(manifests[i]))
             .collect();
         let mut all = manifests.to_vec();
         all.extend(again.iter().map(|&i| manifests[i]));
@@ -1640,9 +1640,111 @@ pub fn git_commit(dir: &Path) -> Option<String> {
         .filter(|c| !c.is_empty())
 }
 
+/// Whether two renders of `manifest` with the same inputs can differ, so
+/// that a second render is needed to find its generated fields (see
+/// [`Stack::render_marked`]): a helmfile's always (its charts are its own
+/// business); a helm chart's unless it is a chart directory of the
+/// repository that, with its values, names no function that draws anew.
+fn renders_may_differ(manifest: &Manifest) -> bool {
+    match manifest.kind.as_str() {
+        "helmfile" => true,
+        "helm" => local_chart(manifest)
+            .is_none_or(|(chart, values)| tazuna_core::generated::may_draw_anew(&chart, &values)),
+        _ => false,
+    }
+}
+
+/// A helm manifest's chart directory and the texts of its values, when the
+/// chart is a directory of the repository and every values file can be read
+/// here; `None` otherwise (a remote chart, an archive, values from the
+/// environment or a values file named by a template).
+fn local_chart(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
+    let config = &manifest.config;
+    let set = |key: &str| config.get(key).is_some_and(|v| !v.is_null());
+    if set("chart") || set("repo") || config["environmentValues"] == serde_json::json!(true) {
+        return None;
+    }
+    let chart = manifest.resolved_path()?;
+    if !chart.join("Chart.yaml").is_file() {
+        return None;
+    }
+    let mut values = Vec::new();
+    for file in config["valuesFiles"].as_array().into_iter().flatten() {
+        let file = file.as_str().filter(|f| !f.contains("{{"))?;
+        values.push(std::fs::read_to_string(manifest.base_dir.join(file)).ok()?);
+    }
+    if set("values") {
+        values.push(config["values"].to_string());
+    }
+    Some((chart, values))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_sources_that_may_draw_values_anew_are_rendered_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "plain/Chart.yaml",
+            "apiVersion: v2\nname: plain\nversion: 0.1.0\n",
+        );
+        write("plain/templates/cm.yaml", "data: {{ .Values.x | quote }}\n");
+        write(
+            "drawn/Chart.yaml",
+            "apiVersion: v2\nname: drawn\nversion: 0.1.0\n",
+        );
+        write(
+            "drawn/templates/s.yaml",
+            "data: {{ randAlphaNum 8 | quote }}\n",
+        );
+        write("plain.yaml", "x: a\n");
+        write("tpl.yaml", "x: '{{ uuidv4 }}'\n");
+        write("objects.yaml", "");
+        write(
+            "tazuna.yaml",
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - {name: plain, type: helm, path: plain, helm: {valuesFiles: [plain.yaml], values: {y: 1}}}
+    - {name: drawn, type: helm, path: drawn}
+    - {name: drawn-by-values, type: helm, path: plain, helm: {valuesFiles: [tpl.yaml]}}
+    - {name: drawn-inline, type: helm, path: plain, helm: {values: {z: '{{ \"{{\" }} now }}'}}}
+    - {name: remote, type: helm, helm: {chart: oci://registry.example/charts/app, version: 1.0.0}}
+    - {name: helmfile, type: helmfile, path: plain}
+    - {name: objects, type: manifests, path: objects.yaml}
+",
+        );
+        let config = config::load(
+            &root.join("tazuna.yaml"),
+            &LoadOptions::new(semver::Version::new(1, 0, 0)),
+        )
+        .unwrap();
+        let twice: Vec<&str> = config
+            .manifests
+            .iter()
+            .filter(|m| renders_may_differ(m))
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(
+            twice,
+            [
+                "drawn",
+                "drawn-by-values",
+                "drawn-inline",
+                "remote",
+                "helmfile"
+            ]
+        );
+    }
 
     #[test]
     fn a_file_outside_git_is_named_by_its_directory_and_name() {

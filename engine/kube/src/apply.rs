@@ -22,7 +22,7 @@ use kube::api::{DeleteParams, Patch, PropagationPolicy};
 use kube::{Api, Client};
 use serde_json::Value;
 use tazuna_core::config::{LoadBalancers, Manifest, Test, Wait};
-use tazuna_core::hooks;
+use tazuna_core::hooks::{self, Hook};
 use tazuna_core::inventory::{self, ObjectRef, Phase};
 use tracing::Instrument as _;
 
@@ -86,10 +86,13 @@ impl Shared {
 /// Apply requests a run keeps in flight unless told otherwise (`--requests`).
 /// Measured on the benchmark's 2-core harness (a fresh control plane per
 /// run, Argo CD and 1,000 ConfigMaps), 128 took 13% less time than 32 and
-/// the control plane 14% less CPU for the same patches. A server that has
-/// no seat for one (API Priority and Fairness) queues it or answers 429,
-/// which the client retries after the time the server names.
-pub const REQUESTS_AT_ONCE: usize = 128;
+/// the control plane 14% less CPU for the same patches; 256 took 4 to 7%
+/// less than 128, and is what the benchmark's minimal client found best. A
+/// server that has no seat for one (API Priority and Fairness) queues it,
+/// and answers 429 only when the user's queues are full as well (a
+/// non-exempt user's priority level queues 6 x 50 by default); the client
+/// retries a 429 after the time the server names.
+pub const REQUESTS_AT_ONCE: usize = 256;
 
 /// What happens on a field conflict with another manager.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1015,10 +1018,18 @@ impl Run<'_> {
             }
         }
 
+        // A hook with an apply wave runs with its wave: pre-install hooks
+        // just before the wave's objects, post-install hooks once they are
+        // ready. The helmfile source puts each release in a wave, so a
+        // release's hooks go with it, as `helmfile apply` installs one
+        // release after another. A hook without one runs as helm runs it:
+        // before the first wave, or after the last.
+        let (pre_hooks, pre_by_wave) = hooks_by_wave(&split.pre, &values)?;
+        let (post_hooks, post_by_wave) = hooks_by_wave(&split.post, &values)?;
         if run_hooks {
             self.run_hooks(
                 manifest,
-                &split.pre,
+                &pre_hooks,
                 &values,
                 shared,
                 hook_timeout,
@@ -1066,12 +1077,27 @@ impl Run<'_> {
             };
             waves.entry(wave).or_default()[step].push(&rendered_object.value);
         }
+        for wave in pre_by_wave.keys().chain(post_by_wave.keys()) {
+            waves.entry(*wave).or_default();
+        }
 
         let load_balancers = match manifest.wait {
             Wait::On { load_balancers, .. } => load_balancers,
             Wait::Off => LoadBalancers::Ignored,
         };
-        for steps in waves.into_values() {
+        for (wave, steps) in waves {
+            if run_hooks && let Some(hooks) = pre_by_wave.get(&wave) {
+                self.run_hooks(
+                    manifest,
+                    hooks,
+                    &values,
+                    shared,
+                    hook_timeout,
+                    counts,
+                    entries,
+                )
+                .await?;
+            }
             let mut watched: Vec<Watched> = Vec::new();
             for (objects, phase) in steps.into_iter().zip(PHASES) {
                 let mut prepared = Vec::with_capacity(objects.len());
@@ -1111,6 +1137,18 @@ impl Run<'_> {
             }
             if self.settings.mode == Mode::Apply {
                 self.until_ready(name, manifest.wait, watched).await?;
+                if run_hooks && let Some(hooks) = post_by_wave.get(&wave) {
+                    self.run_hooks(
+                        manifest,
+                        hooks,
+                        &values,
+                        shared,
+                        hook_timeout,
+                        counts,
+                        entries,
+                    )
+                    .await?;
+                }
             }
         }
         if self.settings.mode == Mode::DryRun {
@@ -1119,7 +1157,7 @@ impl Run<'_> {
         if run_hooks {
             self.run_hooks(
                 manifest,
-                &split.post,
+                &post_hooks,
                 &values,
                 shared,
                 hook_timeout,
@@ -1892,6 +1930,32 @@ fn same_state(a: &ManifestState, b: &ManifestState) -> bool {
 /// The annotation that puts an object in an apply wave of its manifest: waves
 /// are applied in ascending order, each ready before the next starts.
 pub const APPLY_WAVE: &str = "tazuna.dev/apply-wave";
+
+/// Hooks by the apply wave they run with.
+type HooksByWave = BTreeMap<i64, Vec<Hook>>;
+
+/// `stage`'s hooks without an apply wave, and those with one by their wave,
+/// each list in the stage's order.
+fn hooks_by_wave(
+    stage: &[Hook],
+    values: &[&Value],
+) -> Result<(Vec<Hook>, HooksByWave), ManifestError> {
+    let mut unwaved = Vec::new();
+    let mut by_wave: BTreeMap<i64, Vec<Hook>> = BTreeMap::new();
+    for hook in stage {
+        let value = values[hook.index];
+        if value["metadata"]["annotations"].get(APPLY_WAVE).is_none() {
+            unwaved.push(hook.clone());
+            continue;
+        }
+        let wave = apply_wave(value).map_err(|value| ManifestError::Wave {
+            object: ObjectRef::of(values[hook.index]).expect("identity checked before"),
+            value,
+        })?;
+        by_wave.entry(wave).or_default().push(hook.clone());
+    }
+    Ok((unwaved, by_wave))
+}
 
 /// The apply wave of `object`: 0 without the annotation, else its whole
 /// number; the annotation's text when it is not one.

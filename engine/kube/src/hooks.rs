@@ -133,9 +133,9 @@ impl Run<'_> {
         self.as_sent(value, manifest).map(|(object, _)| object)
     }
 
-    /// Run `hooks` (indices into `values`) in order. Each handled hook's
-    /// entry is added to `entries`; a hook deleted after success is recorded
-    /// as gone by design.
+    /// Run `hooks` (indices into `values`) in order, a batch at a time (see
+    /// [`hooks::batches`]). Each handled hook's entry is added to `entries`;
+    /// a hook deleted after success is recorded as gone by design.
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn run_hooks(
         &self,
@@ -150,109 +150,131 @@ impl Run<'_> {
         let name = manifest.name.as_str();
         let unrecorded = HashMap::new();
         // As helm does: `hook-succeeded` objects go once every hook of the
-        // stage has succeeded, last first, so a Job's ServiceAccount lives
-        // as long as the Job runs.
+        // stage has succeeded, last first, so a Job's ServiceAccount lives as
+        // long as the Job runs.
         let mut succeeded: Vec<(ObjectRef, Resolved)> = Vec::new();
-        for hook in hooks {
-            let item = self
-                .prepare(values[hook.index].clone(), manifest, shared)
-                .await?;
-            let object = item.object.clone();
-            let Some(resolved) = item
-                .resolved
-                .clone()
-                .filter(|_| self.settings.mode == Mode::Apply)
-            else {
-                // A dry run sends it as the others, and waits for nothing.
-                let (handled, failure) = self
-                    .apply_phase(name, "hook", vec![item], &unrecorded, shared, counts)
-                    .await;
-                entries.extend(handled.into_iter().map(|(entry, _)| entry));
-                if let Some(error) = failure {
-                    return Err(error);
+        for batch in hooks::batches(hooks, values) {
+            let mut items = Vec::with_capacity(batch.len());
+            let mut unsent = Vec::new();
+            for hook in batch {
+                let item = self
+                    .prepare(values[hook.index].clone(), manifest, shared)
+                    .await?;
+                match item.resolved.clone() {
+                    Some(resolved) if self.settings.mode == Mode::Apply => {
+                        items.push((hook, item.object.clone(), resolved, item));
+                    }
+                    // A dry run sends it as the others and waits for nothing;
+                    // a kind not served yet is not sent (the phase says why).
+                    _ => unsent.push(item),
                 }
-                continue;
-            };
-            if hook.delete.before_creation {
-                self.delete_hook(
-                    name,
-                    &object,
-                    &resolved,
-                    "before-hook-creation",
-                    counts,
-                    true,
-                )
-                .await?;
+            }
+            let (handled, failure) = self
+                .apply_phase(name, "hook", unsent, &unrecorded, shared, counts)
+                .await;
+            entries.extend(handled.into_iter().map(|(entry, _)| entry));
+            if let Some(error) = failure {
+                return Err(error);
+            }
+            let deletions = items
+                .iter()
+                .filter(|(hook, ..)| hook.delete.before_creation)
+                .map(|(_, object, resolved, _)| {
+                    self.delete_hook(name, object, resolved, "before-hook-creation", true)
+                });
+            for deleted in futures::future::join_all(deletions).await {
+                if deleted? {
+                    counts.add(Action::Deleted);
+                }
             }
             // Never skipped as unchanged: a hook that runs is created.
+            let (to_send, targets): (Vec<_>, Vec<_>) = items
+                .into_iter()
+                .map(|(hook, object, resolved, item)| (item, (hook, object, resolved)))
+                .unzip();
             let (handled, failure) = self
-                .apply_phase(name, "hook", vec![item], &unrecorded, shared, counts)
+                .apply_phase(name, "hook", to_send, &unrecorded, shared, counts)
                 .await;
             if let Some(error) = failure {
                 return Err(error);
             }
-            let Some((entry, applied)) = handled.into_iter().next() else {
-                continue;
-            };
-            let watched = vec![Watched {
-                object: object.clone(),
-                resolved: resolved.clone(),
-                last: applied,
-            }];
-            let waited =
-                if tazuna_core::readiness::has_rule(values[hook.index], LoadBalancers::Ignored) {
-                    wait::until_ready(
-                        self.client(),
-                        watched,
-                        timeout,
-                        LoadBalancers::Ignored,
-                        &|_| {},
-                    )
-                    .await
-                } else {
-                    Ok(())
+            let mut handled: HashMap<ObjectRef, (Entry, Option<Value>)> = handled
+                .into_iter()
+                .map(|(entry, applied)| (entry.object(), (entry, applied)))
+                .collect();
+            for (hook, object, resolved) in targets {
+                let Some((entry, applied)) = handled.remove(&object) else {
+                    continue;
                 };
-            match waited {
-                Ok(()) => {
-                    if hook.delete.succeeded {
-                        succeeded.push((object, resolved));
-                    }
-                    // A hook of both stages is recorded once, as it ran last.
-                    entries.retain(|e| e.object() != entry.object());
-                    entries.push(entry);
-                }
-                Err(source) => {
-                    if hook.delete.failed {
-                        self.delete_hook(name, &object, &resolved, "hook-failed", counts, false)
-                            .await?;
+                let waited =
+                    if tazuna_core::readiness::has_rule(values[hook.index], LoadBalancers::Ignored)
+                    {
+                        let watched = vec![Watched {
+                            object: object.clone(),
+                            resolved: resolved.clone(),
+                            last: applied,
+                        }];
+                        wait::until_ready(
+                            self.client(),
+                            watched,
+                            timeout,
+                            LoadBalancers::Ignored,
+                            &|_| {},
+                        )
+                        .await
                     } else {
+                        Ok(())
+                    };
+                match waited {
+                    Ok(()) => {
+                        if hook.delete.succeeded {
+                            succeeded.push((object, resolved));
+                        }
+                        // A hook of both stages is recorded once, as it ran last.
+                        entries.retain(|e| e.object() != entry.object());
                         entries.push(entry);
                     }
-                    return Err(ManifestError::Hook {
-                        object,
-                        wait: source,
-                    });
+                    Err(source) => {
+                        if hook.delete.failed {
+                            if self
+                                .delete_hook(name, &object, &resolved, "hook-failed", false)
+                                .await?
+                            {
+                                counts.add(Action::Deleted);
+                            }
+                        } else {
+                            entries.push(entry);
+                        }
+                        return Err(ManifestError::Hook {
+                            object,
+                            wait: source,
+                        });
+                    }
                 }
             }
         }
+        // Last first, as helm deletes them.
         for (object, resolved) in succeeded.iter().rev() {
-            self.delete_hook(name, object, resolved, "hook-succeeded", counts, false)
-                .await?;
+            if self
+                .delete_hook(name, object, resolved, "hook-succeeded", false)
+                .await?
+            {
+                counts.add(Action::Deleted);
+            }
         }
         Ok(())
     }
 
-    /// Delete a hook object for `policy`, if it exists; with `until_gone`,
-    /// wait until it is.
+    /// Delete a hook object for `policy`, if it exists (then `true`); with
+    /// `until_gone`, wait until it is.
     async fn delete_hook(
         &self,
         manifest: &str,
         object: &ObjectRef,
         resolved: &Resolved,
         policy: &str,
-        counts: &mut Counts,
         until_gone: bool,
-    ) -> Result<(), ManifestError> {
+    ) -> Result<bool, ManifestError> {
         let api = api_for(self.client(), resolved, object.namespace.as_deref());
         let params = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Background),
@@ -260,7 +282,7 @@ impl Run<'_> {
         };
         match api.delete(&object.name, &params).await {
             Ok(_) => {}
-            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(false),
             Err(error) => {
                 return Err(ManifestError::Rejected {
                     object: object.clone(),
@@ -271,7 +293,6 @@ impl Run<'_> {
                 });
             }
         }
-        counts.add(Action::Deleted);
         self.observer.event(Event::Object {
             manifest: manifest.to_owned(),
             object: object.clone(),
@@ -286,6 +307,6 @@ impl Run<'_> {
             )
             .await?;
         }
-        Ok(())
+        Ok(true)
     }
 }

@@ -221,6 +221,10 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     } else {
         BTreeMap::new()
     };
+    // When some release waits for another, every release carries its wave,
+    // 0 included: a hook goes with its release's wave, and one without a wave
+    // would run before the first wave or after the last.
+    let ordered = waves.values().any(|wave| *wave > 0);
     let mut rendered = RenderOutput::new(Vec::new());
     for release in releases {
         let mut read = release.read;
@@ -231,7 +235,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
             .get(&(release.name.clone(), release.namespace.clone()))
             .copied()
             .unwrap_or_default();
-        if wave > 0 {
+        if ordered {
             for object in &mut read.objects.objects {
                 crate::annotate(&mut object.fields, APPLY_WAVE, &wave.to_string());
             }
