@@ -140,8 +140,12 @@ const DRAWN_ANEW: &[&str] = &[
     "genSignedCertWithKey",
 ];
 
-/// More than this much chart to read, and it is taken to draw values anew.
-const SCAN_LIMIT: u64 = 64 * 1024 * 1024;
+/// More than this much chart to read, or more files than [`SCAN_FILES`], and
+/// it is taken to draw values anew.
+pub const SCAN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// See [`SCAN_LIMIT`].
+const SCAN_FILES: usize = 10_000;
 
 /// Whether a chart directory and the values given to it may draw a value
 /// anew on each render: some template action (`{{ … }}`) in a file of the
@@ -149,12 +153,15 @@ const SCAN_LIMIT: u64 = 64 * 1024 * 1024;
 /// texts of values files and inline values, which `tpl` can render) names
 /// one of the functions that do. Anything that cannot be read as text, a
 /// chart archive (a packed subchart), a symbolic link or more than 64 MiB is
-/// taken to draw anew: a second render then finds out.
+/// taken to draw anew: a second render then finds out. So is anything that
+/// is not a directory or a regular file (a FIFO, a device), and a chart of
+/// more than 10,000 files.
 pub fn may_draw_anew(chart: &std::path::Path, values: &[String]) -> bool {
     if values.iter().any(|text| names_a_drawing_function(text)) {
         return true;
     }
     let mut read = 0u64;
+    let mut files = 0usize;
     let mut pending = vec![chart.to_path_buf()];
     while let Some(dir) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -174,13 +181,18 @@ pub fn may_draw_anew(chart: &std::path::Path, values: &[String]) -> bool {
             if !kind.is_file() {
                 return true;
             }
+            // Sized before it is read: a huge file costs nothing.
+            let Ok(metadata) = entry.metadata() else {
+                return true;
+            };
+            files += 1;
+            read = read.saturating_add(metadata.len());
+            if read > SCAN_LIMIT || files > SCAN_FILES {
+                return true;
+            }
             let Ok(bytes) = std::fs::read(entry.path()) else {
                 return true;
             };
-            read += bytes.len() as u64;
-            if read > SCAN_LIMIT {
-                return true;
-            }
             match std::str::from_utf8(&bytes) {
                 Ok(text) if !names_a_drawing_function(text) => {}
                 _ => return true,
@@ -253,6 +265,19 @@ mod tests {
         assert!(may_draw_anew(chart, &[]), "now");
         std::fs::remove_file(chart.join("charts/sub/templates/s.yaml")).unwrap();
         assert!(!may_draw_anew(chart, &[]));
+
+        // A file built to exhaust memory is sized, not read (sparse: no disk).
+        let huge = std::fs::File::create(chart.join("templates/huge.yaml")).unwrap();
+        huge.set_len(64 * 1024 * 1024 * 1024).unwrap();
+        assert!(may_draw_anew(chart, &[]), "over the limit");
+        std::fs::remove_file(chart.join("templates/huge.yaml")).unwrap();
+        assert!(!may_draw_anew(chart, &[]));
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/dev/zero", chart.join("templates/zero.yaml")).unwrap();
+            assert!(may_draw_anew(chart, &[]), "a link is not followed");
+            std::fs::remove_file(chart.join("templates/zero.yaml")).unwrap();
+        }
 
         std::fs::write(chart.join("charts/dep-1.0.0.tgz"), [0x1f, 0x8b, 0x08, 0x00]).unwrap();
         assert!(may_draw_anew(chart, &[]), "a packed subchart is not read");

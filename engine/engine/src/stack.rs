@@ -1670,8 +1670,23 @@ fn local_chart(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
     }
     let mut values = Vec::new();
     for file in config["valuesFiles"].as_array().into_iter().flatten() {
-        let file = file.as_str().filter(|f| !f.contains("{{"))?;
-        values.push(std::fs::read_to_string(manifest.base_dir.join(file)).ok()?);
+        // Read only what the source would: a regular file under the
+        // manifest's directory, of a size a chart may have.
+        let file = Path::new(file.as_str().filter(|f| !f.contains("{{"))?);
+        if !file.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        }) {
+            return None;
+        }
+        let path = manifest.base_dir.join(file);
+        let metadata = std::fs::metadata(&path).ok()?;
+        if !metadata.is_file() || metadata.len() > tazuna_core::generated::SCAN_LIMIT {
+            return None;
+        }
+        values.push(std::fs::read_to_string(path).ok()?);
     }
     if set("values") {
         values.push(config["values"].to_string());
@@ -1708,6 +1723,8 @@ mod tests {
         write("plain.yaml", "x: a\n");
         write("tpl.yaml", "x: '{{ uuidv4 }}'\n");
         write("objects.yaml", "");
+        // A values file built to hang or exhaust the host: never read.
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.yaml")).unwrap();
         write(
             "tazuna.yaml",
             "apiVersion: tazuna.pepabo.com/v1
@@ -1719,6 +1736,8 @@ spec:
     - {name: drawn-by-values, type: helm, path: plain, helm: {valuesFiles: [tpl.yaml]}}
     - {name: drawn-inline, type: helm, path: plain, helm: {values: {z: '{{ \"{{\" }} now }}'}}}
     - {name: remote, type: helm, helm: {chart: oci://registry.example/charts/app, version: 1.0.0}}
+    - {name: outside, type: helm, path: plain, helm: {valuesFiles: [../elsewhere.yaml]}}
+    - {name: device, type: helm, path: plain, helm: {valuesFiles: [zero.yaml]}}
     - {name: helmfile, type: helmfile, path: plain}
     - {name: objects, type: manifests, path: objects.yaml}
 ",
@@ -1741,6 +1760,8 @@ spec:
                 "drawn-by-values",
                 "drawn-inline",
                 "remote",
+                "outside",
+                "device",
                 "helmfile"
             ]
         );
