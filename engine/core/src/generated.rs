@@ -202,24 +202,9 @@ pub fn may_draw_anew(chart: &std::path::Path, values: &[String]) -> bool {
     false
 }
 
-/// Whether a template action in `text` names a function of [`DRAWN_ANEW`].
+/// Whether a template action in `text` calls a function of [`DRAWN_ANEW`].
 fn names_a_drawing_function(text: &str) -> bool {
-    let mut rest = text;
-    while let Some(start) = rest.find("{{") {
-        let action = &rest[start + 2..];
-        let end = action.find("}}").unwrap_or(action.len());
-        let words = action[..end]
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '$'));
-        // `.now` or `$now` is a field or a variable, not the function.
-        if words
-            .filter(|w| !w.starts_with('.') && !w.starts_with('$'))
-            .any(|w| DRAWN_ANEW.contains(&w))
-        {
-            return true;
-        }
-        rest = &action[end..];
-    }
-    false
+    crate::template::first_call(text, DRAWN_ANEW).is_some()
 }
 
 #[cfg(test)]

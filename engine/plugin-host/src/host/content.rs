@@ -189,46 +189,7 @@ pub fn helmfile_stdin(text: &[u8]) -> Result<(), String> {
 /// The first call of a [`PROGRAM_FUNCTIONS`] function inside a template
 /// action (`{{ … }}`), with its line.
 fn program_call(text: &str) -> Option<(usize, &'static str)> {
-    let mut rest = text;
-    let mut offset = 0;
-    while let Some(start) = rest.find("{{") {
-        let action = &rest[start + 2..];
-        let end = action.find("}}").unwrap_or(action.len());
-        let inside = &action[..end];
-        let base = offset + start + 2;
-        let mut index = 0;
-        let bytes = inside.as_bytes();
-        while index < bytes.len() {
-            let byte = bytes[index];
-            if byte == b'"' || byte == b'`' {
-                // Skip a string literal.
-                let close = inside[index + 1..]
-                    .find(byte as char)
-                    .map_or(bytes.len(), |at| index + 1 + at + 1);
-                index = close;
-                continue;
-            }
-            if byte.is_ascii_alphabetic() || byte == b'_' {
-                let word_end = inside[index..]
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .map_or(bytes.len(), |at| index + at);
-                let word = &inside[index..word_end];
-                let after_field = index > 0 && matches!(bytes[index - 1], b'.' | b'$');
-                if !after_field && let Some(found) = PROGRAM_FUNCTIONS.iter().find(|f| **f == word)
-                {
-                    let line = text[..base + index].matches('\n').count() + 1;
-                    return Some((line, found));
-                }
-                index = word_end;
-                continue;
-            }
-            index += 1;
-        }
-        let consumed = start + 2 + end;
-        offset += consumed;
-        rest = &rest[consumed..];
-    }
-    None
+    tazuna_core::template::first_call(text, PROGRAM_FUNCTIONS)
 }
 
 /// The first [`PROGRAM_KEYS`] key set in a helmfile, with its line.
