@@ -138,6 +138,8 @@ const DRAWN_ANEW: &[&str] = &[
     "genSelfSignedCertWithKey",
     "genSignedCert",
     "genSignedCertWithKey",
+    // helmfile's, in a `.gotmpl` values file: it runs a command.
+    "exec",
 ];
 
 /// More than this much chart to read, or more files than [`SCAN_FILES`], and
@@ -202,6 +204,93 @@ pub fn may_draw_anew(chart: &std::path::Path, values: &[String]) -> bool {
     false
 }
 
+/// The names helmfile looks for in a directory, in its order (as the
+/// helmfile source does).
+const HELMFILE_NAMES: &[&str] = &[
+    "helmfile.yaml.gotmpl",
+    "helmfile.yaml",
+    "helmfile.yml.gotmpl",
+    "helmfile.yml",
+    "helmfile.d",
+];
+
+/// Keys of a helmfile through which something outside its directory takes
+/// part in a render: a chart repository, another helmfile, a command, an
+/// encrypted file, a patch or a chart built on the fly.
+const HELMFILE_REACHES_OUT: &[&str] = &[
+    "repositories",
+    "helmfiles",
+    "bases",
+    "hooks",
+    "secrets",
+    "postRenderer",
+    "postRendererArgs",
+    "transformers",
+    "jsonPatches",
+    "strategicMergePatches",
+    "dependencies",
+    "kustomize",
+];
+
+/// The directory of the helmfile at `path` (the file, or a directory holding
+/// it) when everything its render reads lies in that directory, so that
+/// [`may_draw_anew`] of the directory answers for the render: the helmfile is
+/// one plain YAML document (no `.gotmpl`, no `{{`, no `helmfile.d`) whose
+/// every release names a chart directory below it, with none of
+/// [`HELMFILE_REACHES_OUT`] and no string that leads out of it (an absolute
+/// path, `..`, a URL). `None` whenever that is not sure.
+pub fn self_contained_helmfile(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    let file = if path.is_dir() {
+        HELMFILE_NAMES
+            .iter()
+            .map(|name| path.join(name))
+            .find(|candidate| candidate.exists())?
+    } else {
+        path.to_path_buf()
+    };
+    let name = file.file_name()?.to_str()?;
+    if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
+        return None;
+    }
+    let metadata = std::fs::symlink_metadata(&file).ok()?;
+    if !metadata.is_file() || metadata.len() > SCAN_LIMIT {
+        return None;
+    }
+    let text = std::fs::read_to_string(&file).ok()?;
+    if text.contains("{{") {
+        return None;
+    }
+    let helmfile: Value = serde_yaml::from_str(&text).ok()?;
+    if reaches_out(&helmfile) {
+        return None;
+    }
+    let dir = file.parent()?.to_path_buf();
+    let releases = helmfile.get("releases")?.as_array()?;
+    let local = releases.iter().all(|release| {
+        release["chart"]
+            .as_str()
+            .is_some_and(|chart| dir.join(chart).join("Chart.yaml").is_file())
+    });
+    (local && !releases.is_empty()).then_some(dir)
+}
+
+/// Whether `value` has a key of [`HELMFILE_REACHES_OUT`], or a string that
+/// names something outside the helmfile's directory.
+fn reaches_out(value: &Value) -> bool {
+    match value {
+        Value::String(text) => {
+            text.starts_with('/')
+                || text.contains("://")
+                || text.split(['/', '\\']).any(|part| part == "..")
+        }
+        Value::Array(items) => items.iter().any(reaches_out),
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| HELMFILE_REACHES_OUT.contains(&key.as_str()) || reaches_out(value)),
+        _ => false,
+    }
+}
+
 /// Whether a template action in `text` calls a function of [`DRAWN_ANEW`].
 fn names_a_drawing_function(text: &str) -> bool {
     crate::template::first_call(text, DRAWN_ANEW).is_some()
@@ -212,6 +301,74 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_helmfile_is_self_contained_only_when_its_render_reads_nothing_outside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("charts/a")).unwrap();
+        std::fs::write(
+            root.join("charts/a/Chart.yaml"),
+            "name: a\nversion: 0.1.0\n",
+        )
+        .unwrap();
+        let helmfile = |text: &str| {
+            std::fs::write(root.join("helmfile.yaml"), text).unwrap();
+            self_contained_helmfile(root)
+        };
+        let local = "releases:\n  - name: a\n    chart: ./charts/a\n    values: [a.yaml, {x: 1}]\n";
+        assert_eq!(helmfile(local).as_deref(), Some(root));
+        assert_eq!(
+            self_contained_helmfile(&root.join("helmfile.yaml")).as_deref(),
+            Some(root),
+            "the file itself"
+        );
+        for (text, why) in [
+            (
+                "releases:\n  - {name: a, chart: ../charts/a}\n",
+                "a chart outside",
+            ),
+            (
+                "releases:\n  - {name: a, chart: ./charts/b}\n",
+                "no such chart",
+            ),
+            (
+                "releases:\n  - {name: a, chart: oci://r.example/a}\n",
+                "a remote chart",
+            ),
+            (
+                "releases:\n  - {name: a, chart: ./charts/a, values: [/etc/v.yaml]}\n",
+                "an absolute path",
+            ),
+            (
+                "releases:\n  - {name: a, chart: ./charts/a, hooks: [{events: [prepare], command: date}]}\n",
+                "a hook",
+            ),
+            (
+                "helmfiles: [../other]\nreleases:\n  - {name: a, chart: ./charts/a}\n",
+                "another helmfile",
+            ),
+            (
+                "releases:\n  - {name: a, chart: '{{ .Values.chart }}'}\n",
+                "a template",
+            ),
+            ("releases: []\n", "no release"),
+            (
+                "releases:\n  - {name: a, chart: ./charts/a}\n---\nreleases: []\n",
+                "two parts",
+            ),
+        ] {
+            assert_eq!(helmfile(text), None, "{why}");
+        }
+        // helmfile prefers the template; so is it taken to reach out.
+        helmfile(local);
+        std::fs::write(root.join("helmfile.yaml.gotmpl"), local).unwrap();
+        assert_eq!(
+            self_contained_helmfile(root),
+            None,
+            "helmfile.yaml.gotmpl first"
+        );
+    }
 
     #[test]
     fn a_chart_that_calls_a_random_function_may_draw_anew_and_one_without_does_not() {

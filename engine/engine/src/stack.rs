@@ -1647,11 +1647,33 @@ pub fn git_commit(dir: &Path) -> Option<String> {
 /// repository that, with its values, names no function that draws anew.
 fn renders_may_differ(manifest: &Manifest) -> bool {
     match manifest.kind.as_str() {
-        "helmfile" => true,
+        "helmfile" => local_helmfile(manifest)
+            .is_none_or(|(dir, values)| tazuna_core::generated::may_draw_anew(&dir, &values)),
         "helm" => local_chart(manifest)
             .is_none_or(|(chart, values)| tazuna_core::generated::may_draw_anew(&chart, &values)),
         _ => false,
     }
+}
+
+/// A helmfile manifest's directory and the text of its `helmfile:` block,
+/// when everything the render reads is in that directory (see
+/// [`tazuna_core::generated::self_contained_helmfile`]) or in the block
+/// itself; `None` otherwise (values from the environment, from outside files,
+/// or from a variable read as the tool starts).
+fn local_helmfile(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
+    let config = &manifest.config;
+    let outside = config["environmentValues"] == serde_json::json!(true)
+        || config["extraValueFiles"]
+            .as_array()
+            .is_some_and(|files| !files.is_empty())
+        || config["vars"]
+            .as_object()
+            .is_some_and(|vars| vars.values().any(|var| var["from"] != "static"));
+    if outside {
+        return None;
+    }
+    let dir = tazuna_core::generated::self_contained_helmfile(&manifest.resolved_path()?)?;
+    Some((dir, vec![config.to_string()]))
 }
 
 /// A helm manifest's chart directory and the texts of its values, when the
@@ -1723,6 +1745,22 @@ mod tests {
         write("plain.yaml", "x: a\n");
         write("tpl.yaml", "x: '{{ uuidv4 }}'\n");
         write("objects.yaml", "");
+        let releases =
+            "releases:\n  - {name: a, namespace: a, chart: ./charts/a, values: [a.yaml]}\n";
+        for dir in ["hf", "hf-drawn", "hf-remote", "hf-gotmpl"] {
+            write(&format!("{dir}/helmfile.yaml"), releases);
+            write(
+                &format!("{dir}/charts/a/Chart.yaml"),
+                "apiVersion: v2\nname: a\nversion: 0.1.0\n",
+            );
+            write(&format!("{dir}/a.yaml"), "x: 1\n");
+        }
+        write("hf-drawn/a.yaml.gotmpl", "x: {{ exec \"date\" (list) }}\n");
+        write(
+            "hf-remote/helmfile.yaml",
+            "repositories:\n  - {name: jetstack, url: https://charts.jetstack.io}\nreleases:\n  - {name: a, chart: jetstack/cert-manager}\n",
+        );
+        write("hf-gotmpl/helmfile.yaml.gotmpl", releases);
         // A values file built to hang or exhaust the host: never read.
         std::os::unix::fs::symlink("/dev/zero", root.join("zero.yaml")).unwrap();
         write(
@@ -1739,6 +1777,12 @@ spec:
     - {name: outside, type: helm, path: plain, helm: {valuesFiles: [../elsewhere.yaml]}}
     - {name: device, type: helm, path: plain, helm: {valuesFiles: [zero.yaml]}}
     - {name: helmfile, type: helmfile, path: plain}
+    - {name: helmfile-local, type: helmfile, path: hf}
+    - {name: helmfile-drawn, type: helmfile, path: hf-drawn}
+    - {name: helmfile-remote, type: helmfile, path: hf-remote}
+    - {name: helmfile-template, type: helmfile, path: hf-gotmpl}
+    - {name: helmfile-env, type: helmfile, path: hf, helmfile: {vars: {v: {from: env, env: V}}}}
+    - {name: helmfile-static, type: helmfile, path: hf, helmfile: {vars: {v: {from: static, static: '{{ \"{{\" }} now }}'}}}}
     - {name: objects, type: manifests, path: objects.yaml}
 ",
         );
@@ -1762,7 +1806,12 @@ spec:
                 "remote",
                 "outside",
                 "device",
-                "helmfile"
+                "helmfile",
+                "helmfile-drawn",
+                "helmfile-remote",
+                "helmfile-template",
+                "helmfile-env",
+                "helmfile-static"
             ]
         );
     }

@@ -196,8 +196,19 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
         })
     };
     // The state first: its releases carry their `needs:` and their charts.
-    let build = helmfile(build_args(&template))?;
-    let state = needs::read_build(&build.stdout_text()).map_err(PluginError::other)?;
+    // A plain helmfile is its own state, read here; selectors pick releases
+    // as helmfile matches labels, so they are left to `helmfile build`.
+    let plain = (config.selectors.is_empty() && is_plain_yaml(&file))
+        .then(|| std::fs::read_to_string(&file).ok())
+        .flatten()
+        .and_then(|text| needs::read_plain(&text));
+    let state = match plain {
+        Some(state) => state,
+        None => {
+            let build = helmfile(build_args(&template))?;
+            needs::read_build(&build.stdout_text()).map_err(PluginError::other)?
+        }
+    };
     // Before it renders, helmfile runs `helm dependency build` on every chart,
     // one helm after another. A chart on disk that declares no dependencies has
     // none to build: when every release's is one, that step is skipped. (The
@@ -303,6 +314,13 @@ fn builds_no_dependencies(dir: &Path) -> bool {
         .value
         .get("dependencies")
         .is_none_or(|dependencies| dependencies.as_array().is_some_and(Vec::is_empty))
+}
+
+/// Whether guest path `file` is a helmfile helmfile reads as plain YAML: a
+/// file named `.yaml` or `.yml` (a `.gotmpl` is a template, `helmfile.d` many
+/// files).
+fn is_plain_yaml(file: &str) -> bool {
+    (file.ends_with(".yaml") || file.ends_with(".yml")) && Path::new(file).is_file()
 }
 
 /// The directory of the helmfile at guest path `file`.

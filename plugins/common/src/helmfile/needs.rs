@@ -2,7 +2,8 @@
 //!
 //! `helmfile template` renders every release at once and says nothing of their order. The
 //! order comes from `helmfile build` (the helmfile's state, its templates rendered), whose
-//! releases carry their `needs:`. A release that needs nothing is wave 0; one that needs others
+//! releases carry their `needs:`, or, for a plain helmfile whose text is its state
+//! ([`read_plain`]), from that text. A release that needs nothing is wave 0; one that needs others
 //! comes one wave after the last of them. Tazuna applies a manifest's waves one after another,
 //! each ready before the next starts, which is the order and the per-release wait that
 //! `helmfile apply` gives.
@@ -72,6 +73,62 @@ pub fn read_build(stdout: &str) -> Result<Vec<Release>, String> {
         }
     }
     Ok(releases)
+}
+
+/// Top-level keys that make a helmfile's state more than its text: other
+/// helmfiles layered under or beside it, release templates merged in.
+const LAYERED_KEYS: &[&str] = &["bases", "helmfiles", "templates"];
+
+/// The releases of a helmfile whose text is its state, read from that text
+/// without running `helmfile build`: plain YAML (helmfile renders only
+/// `.gotmpl` files as templates, and this has no `{{` either), one document,
+/// with nothing layered in (no [`LAYERED_KEYS`], no `<<` merge) and every
+/// release a name and a chart, its `namespace` and `needs` as written. `None`
+/// for anything else, which `helmfile build` then reads.
+pub fn read_plain(text: &str) -> Option<Vec<Release>> {
+    if text.contains("{{") {
+        return None;
+    }
+    let mut documents = crate::yaml::documents(text);
+    let document = documents.next()?.ok()?;
+    if documents.next().is_some() {
+        return None;
+    }
+    let state = document.value.as_object()?;
+    if LAYERED_KEYS.iter().any(|key| state.contains_key(*key)) {
+        return None;
+    }
+    let text = |value: Option<&Value>| match value {
+        None => Some(None),
+        Some(value) => value.as_str().map(|text| Some(text.to_owned())),
+    };
+    state
+        .get("releases")?
+        .as_array()?
+        .iter()
+        .map(|release| {
+            let release = release.as_object().filter(|r| !r.contains_key("<<"))?;
+            let name = text(release.get("name"))??;
+            let chart = text(release.get("chart"))??;
+            let needs = match release.get("needs") {
+                None => Vec::new(),
+                Some(needs) => needs
+                    .as_array()?
+                    .iter()
+                    .map(|need| need.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()?,
+            };
+            Some(Release {
+                name,
+                namespace: text(release.get("namespace"))?.filter(|ns| !ns.is_empty()),
+                needs,
+                chart_dir: CHARTIFY_KEYS
+                    .iter()
+                    .all(|key| !release.contains_key(*key))
+                    .then_some(chart),
+            })
+        })
+        .collect()
 }
 
 /// Each release's wave, by (name, namespace). A need names a release by its last segment and,
@@ -178,6 +235,63 @@ mod tests {
                 release("db", Some("infra"), &[])
             ]
         );
+    }
+
+    #[test]
+    fn a_plain_helmfile_is_its_own_state_and_anything_else_is_left_to_helmfile_build() {
+        let text = "helmDefaults: {wait: true}\nreleases:\n  - name: db\n    namespace: infra\n    chart: ./charts/db\n  - name: app\n    namespace: apps\n    chart: ./charts/app\n    needs: [infra/db]\n    values: [app.yaml]\n  - name: patched\n    chart: ./charts/p\n    jsonPatches: [{target: {kind: ConfigMap}}]\n";
+        let plain = read_plain(text).unwrap();
+        assert_eq!(
+            plain
+                .iter()
+                .map(|r| (&r.name, &r.namespace, &r.needs, &r.chart_dir))
+                .collect::<Vec<_>>(),
+            [
+                (
+                    &"db".to_owned(),
+                    &Some("infra".to_owned()),
+                    &vec![],
+                    &Some("./charts/db".to_owned())
+                ),
+                (
+                    &"app".to_owned(),
+                    &Some("apps".to_owned()),
+                    &vec!["infra/db".to_owned()],
+                    &Some("./charts/app".to_owned())
+                ),
+                (&"patched".to_owned(), &None, &vec![], &None),
+            ]
+        );
+        for (text, why) in [
+            (
+                "releases:\n  - {name: '{{ .Values.n }}', chart: ./a}\n",
+                "a template",
+            ),
+            (
+                "bases: [common.yaml]\nreleases:\n  - {name: a, chart: ./a}\n",
+                "a base",
+            ),
+            (
+                "helmfiles: [sub/helmfile.yaml]\nreleases: []\n",
+                "a sub-helmfile",
+            ),
+            (
+                "templates:\n  d: &d {namespace: x}\nreleases:\n  - <<: *d\n    name: a\n    chart: ./a\n",
+                "a release template",
+            ),
+            (
+                "releases:\n  - {name: a, chart: ./a}\n---\nreleases:\n  - {name: b, chart: ./b}\n",
+                "two parts",
+            ),
+            ("releases:\n  - {chart: ./a}\n", "no name"),
+            (
+                "releases:\n  - {name: a, chart: ./a, needs: [{x: 1}]}\n",
+                "a need that is not a name",
+            ),
+            ("environments: {default: {}}\n", "no releases"),
+        ] {
+            assert_eq!(read_plain(text), None, "{why}");
+        }
     }
 
     #[test]
