@@ -1343,16 +1343,26 @@ spec:
 /// The most PATCHes of ConfigMaps in `namespace` that Tazuna had in flight at
 /// once, from the API server's audit log (received to response complete).
 fn most_patches_at_once(cluster: &TestCluster, namespace: &str) -> usize {
+    most_at_once(cluster, 80, |e| {
+        e.verb == "patch" && e.resource == "configmaps" && e.namespace.as_deref() == Some(namespace)
+    })
+}
+
+/// The most of Tazuna's requests that `which` picks that were in flight at
+/// once, from the API server's audit log; at least `least` of them.
+fn most_at_once(
+    cluster: &TestCluster,
+    least: usize,
+    which: impl Fn(&tazuna_controlplane::AuditEvent) -> bool,
+) -> usize {
     let events = cluster.requests_from("tazuna/").expect("a harness cluster");
     let mut edges: Vec<(String, i32)> = Vec::new();
-    for event in events.into_iter().filter(|e| {
-        e.verb == "patch" && e.resource == "configmaps" && e.namespace.as_deref() == Some(namespace)
-    }) {
+    for event in events.into_iter().filter(|e| which(e)) {
         edges.push((event.at, 1));
         edges.push((event.done, -1));
     }
     assert!(
-        edges.len() >= 2 * 80,
+        edges.len() >= 2 * least,
         "the audit log holds {} edges",
         edges.len()
     );
@@ -1364,6 +1374,69 @@ fn most_patches_at_once(cluster: &TestCluster, namespace: &str) -> usize {
         most = most.max(now);
     }
     most as usize
+}
+
+/// The lists that tell which objects of a phase exist go out together, one
+/// round for the phase rather than one kind after another, and within
+/// `--requests`.
+#[test]
+fn a_phase_lists_its_kinds_together_within_the_request_cap() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    if cluster.own().is_none() {
+        eprintln!("skipped: a developer's cluster has no audit log to read");
+        return;
+    }
+    let kinds = [
+        ("v1", "ConfigMap", "configmaps"),
+        ("v1", "Secret", "secrets"),
+        ("v1", "ServiceAccount", "serviceaccounts"),
+        ("rbac.authorization.k8s.io/v1", "Role", "roles"),
+        ("v1", "Service", "services"),
+        ("v1", "Endpoints", "endpoints"),
+        ("v1", "LimitRange", "limitranges"),
+        ("v1", "ResourceQuota", "resourcequotas"),
+    ];
+    let apply = |requests: &str| {
+        let namespace = cluster.namespace("lists");
+        let ns = namespace.name().to_owned();
+        let dir = common::project(&format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n    - name: kinds{requests}\n      type: manifests\n      path: ./kinds\n      namespace: {ns}\n"
+        ));
+        let objects: String = kinds
+            .iter()
+            .map(|(api_version, kind, _)| {
+                let spec = match *kind {
+                    "Role" => "rules: []\n",
+                    "Service" => "spec:\n  ports: [{port: 80}]\n",
+                    "LimitRange" => "spec:\n  limits: [{type: Container, max: {cpu: '2'}}]\n",
+                    "ResourceQuota" => "spec:\n  hard: {pods: '10'}\n",
+                    _ => "",
+                };
+                format!(
+                    "---\napiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: probe\n{spec}"
+                )
+            })
+            .collect();
+        common::write(dir.path(), "kinds/objects.yaml", &objects);
+        let out = output(tazuna(cluster, dir.path()).args(["apply", "--requests", requests]));
+        assert!(out.status.success(), "{}", text(&out));
+        let most = most_at_once(cluster, kinds.len(), |e| {
+            e.verb == "list"
+                && e.namespace.as_deref() == Some(ns.as_str())
+                && kinds.iter().any(|(_, _, resource)| e.resource == *resource)
+        });
+        (namespace, most)
+    };
+    let (_together, together) = apply("64");
+    assert!(
+        together > 1,
+        "the {} kinds were listed one after another",
+        kinds.len()
+    );
+    let (_capped, capped) = apply("1");
+    assert_eq!(capped, 1, "lists in flight at once with --requests 1");
 }
 
 /// `--requests` bounds the run, not each manifest: two manifests applied

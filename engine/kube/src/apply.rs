@@ -1393,6 +1393,17 @@ impl Run<'_> {
         // object exists (created or configured) and whether the fields
         // Tazuna owns are unchanged live (skipped).
         let mut index = LiveIndex::metadata(self.cluster);
+        // Kinds in namespaces a dry run creates are not listed (see below).
+        let listed = prepared.iter().filter_map(|item| {
+            let created = self.settings.mode == Mode::DryRun
+                && item
+                    .object
+                    .namespace
+                    .as_ref()
+                    .is_some_and(|namespace| shared.namespaces.contains(namespace));
+            Some((&item.object, item.resolved.as_ref().filter(|_| !created)?))
+        });
+        index.prefetch(listed, &shared.requests).await;
         let mut results: Vec<Option<(ObjectRef, Option<Handled>, Action)>> =
             vec![None; prepared.len()];
         // What the API server warned about, per object sent.

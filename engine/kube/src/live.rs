@@ -56,47 +56,101 @@ impl<'a> LiveIndex<'a> {
         object: &ObjectRef,
         resolved: &Resolved,
     ) -> Result<Option<&Value>, kube::Error> {
-        let key = (
-            format!(
-                "{}/{}",
-                resolved.resource.api_version, resolved.resource.plural
-            ),
-            object.namespace.clone(),
-        );
+        let key = key(object, resolved);
         if !self.lists.contains_key(&key) {
-            let api = api_for(self.cluster.client(), resolved, object.namespace.as_deref());
-            let items: Vec<(Option<String>, Value)> = if self.metadata_only {
-                let list = api.list_metadata(&ListParams::default()).await?;
-                list.items
-                    .into_iter()
-                    .map(|i| (i.metadata.name.clone(), slim(i.metadata)))
-                    .collect()
-            } else {
-                let list = api.list(&ListParams::default()).await?;
-                list.items
-                    .into_iter()
-                    .map(|i| {
-                        (
-                            i.metadata.name.clone(),
-                            serde_json::to_value(&i).unwrap_or(Value::Null),
-                        )
-                    })
-                    .collect()
-            };
-            let mut by_name = HashMap::with_capacity(items.len());
-            for (name, mut value) in items {
-                crate::objects::fill_type(&mut value, object);
-                by_name.insert(name.unwrap_or_default(), value);
-            }
-            self.lists.insert(key.clone(), by_name);
+            let listed = list(self.cluster, self.metadata_only, object, resolved).await?;
+            self.lists.insert(key.clone(), listed);
         }
         Ok(self.lists[&key].get(&object.name))
+    }
+
+    /// List every kind and namespace of `objects` not listed yet, each list
+    /// holding one of `seats`, so that [`Self::get`] then asks the server
+    /// nothing: a phase
+    /// of many kinds waits for one round of lists rather than one list after
+    /// another. A list that fails is left for `get`, which reports it against
+    /// the object that asked.
+    pub async fn prefetch<'o>(
+        &mut self,
+        objects: impl IntoIterator<Item = (&'o ObjectRef, &'o Resolved)>,
+        seats: &tokio::sync::Semaphore,
+    ) {
+        let mut wanted: HashMap<(String, Option<String>), (&ObjectRef, &Resolved)> = HashMap::new();
+        for (object, resolved) in objects {
+            let key = key(object, resolved);
+            if !self.lists.contains_key(&key) {
+                wanted.entry(key).or_insert((object, resolved));
+            }
+        }
+        if wanted.len() < 2 {
+            return;
+        }
+        let (cluster, metadata_only) = (self.cluster, self.metadata_only);
+        let mut lists = Vec::with_capacity(wanted.len());
+        for (key, (object, resolved)) in wanted {
+            lists.push(async move {
+                let _seat = seats.acquire().await;
+                (key, list(cluster, metadata_only, object, resolved).await)
+            });
+        }
+        let listed = futures::future::join_all(lists).await;
+        for (key, result) in listed {
+            if let Ok(by_name) = result {
+                self.lists.insert(key, by_name);
+            }
+        }
     }
 
     /// How many list calls were made.
     pub fn requests(&self) -> usize {
         self.lists.len()
     }
+}
+
+/// The list an object is found in: its resource and namespace.
+fn key(object: &ObjectRef, resolved: &Resolved) -> (String, Option<String>) {
+    (
+        format!(
+            "{}/{}",
+            resolved.resource.api_version, resolved.resource.plural
+        ),
+        object.namespace.clone(),
+    )
+}
+
+/// The objects of `object`'s kind in its namespace, by name (metadata only
+/// when `metadata_only`), each with `apiVersion` and `kind` filled in.
+async fn list(
+    cluster: &Cluster,
+    metadata_only: bool,
+    object: &ObjectRef,
+    resolved: &Resolved,
+) -> Result<HashMap<String, Value>, kube::Error> {
+    let api = api_for(cluster.client(), resolved, object.namespace.as_deref());
+    let items: Vec<(Option<String>, Value)> = if metadata_only {
+        let list = api.list_metadata(&ListParams::default()).await?;
+        list.items
+            .into_iter()
+            .map(|i| (i.metadata.name.clone(), slim(i.metadata)))
+            .collect()
+    } else {
+        let list = api.list(&ListParams::default()).await?;
+        list.items
+            .into_iter()
+            .map(|i| {
+                (
+                    i.metadata.name.clone(),
+                    serde_json::to_value(&i).unwrap_or(Value::Null),
+                )
+            })
+            .collect()
+    };
+    let mut by_name = HashMap::with_capacity(items.len());
+    for (name, mut value) in items {
+        crate::objects::fill_type(&mut value, object);
+        by_name.insert(name.unwrap_or_default(), value);
+    }
+    Ok(by_name)
 }
 
 /// What a metadata-only index keeps of an object: its name, annotations and
