@@ -360,6 +360,22 @@ mod tests {
         ] {
             assert_eq!(helmfile(text), None, "{why}");
         }
+        // Built to hang or exhaust the host: sized or typed, never read.
+        std::fs::remove_file(root.join("helmfile.yaml")).unwrap();
+        let huge = std::fs::File::create(root.join("helmfile.yaml")).unwrap();
+        huge.set_len(64 * 1024 * 1024 * 1024).unwrap();
+        assert_eq!(self_contained_helmfile(root), None, "a 64 GiB helmfile");
+        std::fs::remove_file(root.join("helmfile.yaml")).unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/dev/zero", root.join("helmfile.yaml")).unwrap();
+            assert_eq!(
+                self_contained_helmfile(root),
+                None,
+                "/dev/zero as the helmfile"
+            );
+            std::fs::remove_file(root.join("helmfile.yaml")).unwrap();
+        }
         // helmfile prefers the template; so is it taken to reach out.
         helmfile(local);
         std::fs::write(root.join("helmfile.yaml.gotmpl"), local).unwrap();

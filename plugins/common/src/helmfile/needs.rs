@@ -21,9 +21,10 @@ pub struct Release {
     pub namespace: Option<String>,
     /// `needs:` as written: `name`, `namespace/name` or `context/namespace/name`.
     pub needs: Vec<String>,
-    /// `chartPath`, relative to the helmfile's directory, when helmfile renders that
-    /// directory as it is: the release asks for no patches, transformers or added
-    /// dependencies (each makes helmfile build a chart of its own first).
+    /// `chartPath` (a plain helmfile's `chart` as written), relative to the helmfile's
+    /// directory, when helmfile renders that directory as it is: the release asks for no
+    /// patches, transformers or added dependencies (each makes helmfile build a chart of its
+    /// own first).
     pub chart_dir: Option<String>,
 }
 
