@@ -66,10 +66,9 @@ impl<'a> LiveIndex<'a> {
 
     /// List every kind and namespace of `objects` not listed yet, each list
     /// holding one of `seats`, so that [`Self::get`] then asks the server
-    /// nothing: a phase
-    /// of many kinds waits for one round of lists rather than one list after
-    /// another. A list that fails is left for `get`, which reports it against
-    /// the object that asked.
+    /// nothing: a phase of many kinds waits for one round of lists rather
+    /// than one list after another. A list that fails is left for `get`,
+    /// which reports it against the object that asked.
     pub async fn prefetch<'o>(
         &mut self,
         objects: impl IntoIterator<Item = (&'o ObjectRef, &'o Resolved)>,
