@@ -318,6 +318,28 @@ echo "escapes:$out"
     );
 }
 
+/// The hostile tool the jail's unit test runs too, here granted to a
+/// third-party plugin as its `echo`: every attempt to use a privilege (root,
+/// capabilities, namespaces, devices, memfd, BPF, keyrings, a host socket,
+/// the host's keys, 3 GiB, a session of its own) must fail.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_granted_tool_holds_no_privilege() {
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret"), "the user's").unwrap();
+    let socket = std::os::unix::net::UnixListener::bind(outside.path().join("socket")).unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let probe = std::fs::read_to_string(common::root().join("tests/data/probes/hostile-tool.py"))
+        .unwrap()
+        .replace("{outside}", &outside.path().display().to_string());
+    let (dir, env) = jailed_tool(&probe, "[]");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let run = common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert_eq!(tool_stdout(&run).trim(), "worked:", "{}", run.transcript());
+    assert!(socket.accept().is_err(), "the tool reached a host socket");
+}
+
 #[test]
 fn the_jails_proxy_lets_a_tool_reach_only_the_hosts_its_manifest_names() {
     // A listener on the host the manifest does not name.
@@ -354,9 +376,11 @@ echo "answer:${{status%$'\r'}}"
 #[test]
 fn a_tool_and_everything_it_started_end_when_it_ends() {
     // The tool leaves a child behind that keeps its stdout open (a copy of
-    // itself: the jail starts no other program).
-    let script = "#!/bin/bash\nwhile :; do :; done &\necho \"left $!\"\n";
+    // itself: the jail starts no other program), and one that leaves the
+    // tool's session and process group first.
+    let script = "#!/bin/bash\nwhile :; do :; done &\n(exec 1>&- 2>&-; while :; do :; done) &\necho \"left $!\"\n";
     let (dir, env) = jailed_tool(script, "[]");
+    let tool = env[0].1.clone();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let run = common::tazuna_within(
         dir.path(),
@@ -365,20 +389,38 @@ fn a_tool_and_everything_it_started_end_when_it_ends() {
         std::time::Duration::from_secs(60),
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
-    let said = tool_stdout(&run);
-    let pid = said
-        .trim()
-        .strip_prefix("left ")
-        .unwrap_or_else(|| panic!("the script names its child: {said}"));
-    // Gone, or a zombie waiting for whoever adopted it to reap it.
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = state
-        .rsplit(") ")
-        .next()
-        .and_then(|rest| rest.split(' ').next());
     assert!(
-        matches!(state, None | Some("Z" | "X" | "")),
-        "the tool's child {pid} outlived the run (state {state:?})"
+        tool_stdout(&run).starts_with("left "),
+        "{}",
+        run.transcript()
+    );
+    // The children are copies of the script: no process on the machine may
+    // still run it (pids inside the jail's PID namespace mean nothing here,
+    // so look them up by command line).
+    let survivors: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|entry| {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let zombie = state
+                .rsplit(") ")
+                .next()
+                .is_some_and(|rest| rest.starts_with('Z'));
+            (!zombie && String::from_utf8_lossy(&cmdline).contains(&tool))
+                .then(|| entry.file_name().to_string_lossy().into_owned())
+        })
+        .collect();
+    assert!(
+        survivors.is_empty(),
+        "the tool's children {survivors:?} outlived the run"
     );
 }
 

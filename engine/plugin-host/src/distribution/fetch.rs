@@ -44,7 +44,7 @@ pub async fn fetch(
         // The cache serves the pinned component only if this cache pulled it
         // by the pinned manifest digest: a lock whose digests were both
         // edited to another cached component is pulled again, and refused.
-        let provenance = blobs.pulled_as(&pin.manifest_digest);
+        let provenance = blobs.pulled_as(&source.origin(), &pin.manifest_digest);
         if provenance.as_deref() == Some(pin.component_digest.as_str())
             && let Some(bytes) = blobs.get(&pin.component_digest)
         {
@@ -72,7 +72,11 @@ pub async fn fetch(
             });
         }
         blobs.put(&pulled.bytes);
-        blobs.record_pull(&pulled.manifest_digest, &pulled.component_digest);
+        blobs.record_pull(
+            &source.origin(),
+            &pulled.manifest_digest,
+            &pulled.component_digest,
+        );
         return Ok(Fetched {
             bytes: pulled.bytes,
             pin: pin.clone(),
@@ -109,7 +113,11 @@ pub async fn fetch(
         });
     }
     blobs.put(&pulled.bytes);
-    blobs.record_pull(&pulled.manifest_digest, &pulled.component_digest);
+    blobs.record_pull(
+        &source.origin(),
+        &pulled.manifest_digest,
+        &pulled.component_digest,
+    );
     let new_pin = PluginPin {
         source: declared_source,
         constraint,

@@ -20,6 +20,11 @@ pub struct Source {
 }
 
 impl Source {
+    /// `registry/repository`: where a component came from, for the cache.
+    pub fn origin(&self) -> String {
+        format!("{}/{}", self.registry, self.repository)
+    }
+
     /// Parses `reference`, the part after `oci://`. `name` is for errors.
     pub fn parse(name: &str, reference: &str) -> Result<Self, DistributionError> {
         let invalid = |message: String| DistributionError::InvalidReference {

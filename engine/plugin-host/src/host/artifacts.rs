@@ -10,11 +10,12 @@
 //! call's time budget.
 
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 use std::time::Duration;
 
 use oci_client::manifest::OciDescriptor;
 
+use super::beneath::Beneath;
 use super::bindings::artifacts::Fetched;
 use super::bindings::types::PluginError;
 use super::capabilities::Capabilities;
@@ -69,7 +70,7 @@ pub fn pull(
         .iter()
         .find(|mount| mount.guest == super::SCRATCH_DIR)
         .ok_or_else(|| PluginError::Other("this call has no scratch directory".to_owned()))?;
-    let (guest, host) = fresh_dir(&scratch.host)?;
+    let (guest, dir) = fresh_dir(&scratch.host)?;
     let media_types = media_types.to_vec();
     let timeout = ctx.timeout;
     let reference = reference.to_owned();
@@ -83,7 +84,7 @@ pub fn pull(
                     .build()
                     .map_err(|e| PluginError::Other(format!("cannot start a runtime: {e}")))?;
                 runtime.block_on(async {
-                    tokio::time::timeout(timeout, fetch(&source, plain_http, &media_types, &host))
+                    tokio::time::timeout(timeout, fetch(&source, plain_http, &media_types, &dir))
                         .await
                         .unwrap_or_else(|_| {
                             Err(PluginError::Timeout(format!(
@@ -102,21 +103,28 @@ pub fn pull(
     })
 }
 
-/// `/scratch/artifacts/<n>` and its host path, created empty.
-fn fresh_dir(scratch: &Path) -> Result<(String, PathBuf), PluginError> {
-    let root = scratch.join("artifacts");
-    std::fs::create_dir_all(&root)
-        .map_err(|e| PluginError::Other(format!("cannot create the artifacts directory: {e}")))?;
-    for n in 0.. {
-        let host = root.join(n.to_string());
-        match std::fs::create_dir(&host) {
-            Ok(()) => return Ok((format!("{}/artifacts/{n}", super::SCRATCH_DIR), host)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(PluginError::Other(format!(
-                    "cannot create the artifacts directory: {e}"
-                )));
+/// `/scratch/artifacts/<n>`, created empty, and a handle on it. Made through
+/// a handle on scratch, never following a link the plugin planted there.
+fn fresh_dir(scratch: &Path) -> Result<(String, Beneath), PluginError> {
+    let refused = |e: std::io::Error| {
+        PluginError::Other(format!(
+            "cannot create `{}/artifacts`: {e}",
+            super::SCRATCH_DIR
+        ))
+    };
+    let root = Beneath::open(scratch)
+        .and_then(|scratch| scratch.create_dir_all(Path::new("artifacts")))
+        .map_err(refused)?;
+    for n in 0u32.. {
+        match root.make_dir(&n.to_string()) {
+            Ok(()) => {
+                let dir = root
+                    .create_dir_all(Path::new(&n.to_string()))
+                    .map_err(refused)?;
+                return Ok((format!("{}/artifacts/{n}", super::SCRATCH_DIR), dir));
             }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(refused(e)),
         }
     }
     unreachable!("some directory number is free")
@@ -128,7 +136,7 @@ async fn fetch(
     source: &Source,
     plain_http: bool,
     media_types: &[String],
-    dir: &Path,
+    dir: &Beneath,
 ) -> Result<String, PluginError> {
     let reference = source.reference();
     let network = |what: &str, error: &dyn std::fmt::Display| {
@@ -153,15 +161,14 @@ async fn fetch(
         .iter()
         .filter(|layer| media_types.is_empty() || media_types.contains(&layer.media_type))
         .collect();
-    let total: i64 = layers.iter().map(|layer| layer.size.max(0)).sum();
-    if total as u64 > ARTIFACT_CAP {
+    if declared_total(&layers).is_none() {
         return Err(PluginError::Other(format!(
-            "artifact `oci://{reference}` holds {total} bytes, more than the {ARTIFACT_CAP} a plugin may pull"
+            "artifact `oci://{reference}` declares layers of more than the {ARTIFACT_CAP} bytes a plugin may pull (or a size that is not one); refused"
         )));
     }
     for layer in layers {
         // Never more than the manifest declares, whatever the registry sends.
-        let declared = u64::try_from(layer.size.max(0)).unwrap_or(0);
+        let declared = u64::try_from(layer.size).unwrap_or(0);
         let mut blob = Capped::new(declared);
         let pulled = client.pull_blob(&reference, layer, &mut blob).await;
         if blob.over {
@@ -181,25 +188,32 @@ async fn fetch(
         let name = annotation(TITLE)
             .cloned()
             .unwrap_or_else(|| layer.digest.replace(':', "-"));
-        let target = inside(dir, &name).ok_or_else(|| {
-            PluginError::Other(format!(
+        if !plain(&name) {
+            return Err(PluginError::Other(format!(
                 "a layer of `oci://{reference}` is titled `{name}`, which leaves its directory"
-            ))
-        })?;
+            )));
+        }
         let write = |e: std::io::Error| {
             PluginError::Other(format!("cannot write `{name}` of `oci://{reference}`: {e}"))
         };
         if annotation(UNPACK).is_some_and(|v| v == "true") {
-            std::fs::create_dir_all(&target).map_err(write)?;
+            dir.create_dir_all(Path::new(&name)).map_err(write)?;
             unpack(&blob, dir).map_err(write)?;
         } else {
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent).map_err(write)?;
-            }
-            std::fs::write(&target, &blob).map_err(write)?;
+            dir.write(Path::new(&name), &blob).map_err(write)?;
         }
     }
     Ok(digest)
+}
+
+/// The bytes `layers` declare, if each size is one and their sum stays
+/// within [`ARTIFACT_CAP`]. Sizes are the registry's word: a negative one, or
+/// a sum past the cap (or past `u64`), is refused before any layer is pulled.
+fn declared_total(layers: &[&OciDescriptor]) -> Option<u64> {
+    layers.iter().try_fold(0u64, |sum, layer| {
+        sum.checked_add(u64::try_from(layer.size).ok()?)
+            .filter(|total| *total <= ARTIFACT_CAP)
+    })
 }
 
 /// A sink that keeps at most `limit` bytes and fails the write past it.
@@ -250,18 +264,21 @@ impl tokio::io::AsyncWrite for Capped {
     }
 }
 
-/// `dir/name`, if `name` is a relative path that stays inside `dir`.
-fn inside(dir: &Path, name: &str) -> Option<PathBuf> {
+/// Whether `name` is a relative path of plain names (it stays inside its
+/// directory).
+fn plain(name: &str) -> bool {
     let path = Path::new(name);
-    path.components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-        .then(|| dir.join(path))
+    !name.is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
 }
 
 /// Unpack a gzipped tar into `dir`. `oras push <dir>` packs the directory under
 /// its own name, so its entries start with the title. Entries that would leave
-/// `dir` (absolute, `..`, links) are refused.
-fn unpack(blob: &[u8], dir: &Path) -> std::io::Result<()> {
+/// `dir` (absolute, `..`) are refused; links and devices are skipped; no file
+/// is executable, whatever its mode in the archive.
+fn unpack(blob: &[u8], dir: &Beneath) -> std::io::Result<()> {
     let mut gz = flate2::read::GzDecoder::new(blob);
     let mut tarball = Vec::new();
     gz.by_ref().take(ARTIFACT_CAP).read_to_end(&mut tarball)?;
@@ -273,19 +290,19 @@ fn unpack(blob: &[u8], dir: &Path) -> std::io::Result<()> {
             continue;
         }
         let path = entry.path()?.into_owned();
-        let Some(target) = path.to_str().and_then(|name| inside(dir, name)) else {
+        if !path.to_str().is_some_and(plain) {
             return Err(std::io::Error::other(format!(
                 "the archive entry `{}` leaves its directory",
                 path.display()
             )));
-        };
+        }
         if kind.is_dir() {
-            std::fs::create_dir_all(&target)?;
+            dir.create_dir_all(&path)?;
         } else {
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            entry.unpack(&target)?;
+            // The tarball is already in memory and capped; so is each entry.
+            let mut bytes = Vec::new();
+            entry.by_ref().take(ARTIFACT_CAP).read_to_end(&mut bytes)?;
+            dir.write(&path, &bytes)?;
         }
     }
     Ok(())
@@ -330,7 +347,7 @@ mod tests {
     fn directories_unpack_in_place() {
         let dir = tempfile::tempdir().unwrap();
         let blob = tar_gz(&[("bundle/kustomization.yaml", b"resources: []\n")]);
-        unpack(&blob, dir.path()).unwrap();
+        unpack(&blob, &Beneath::open(dir.path()).unwrap()).unwrap();
         let text = std::fs::read_to_string(dir.path().join("bundle/kustomization.yaml")).unwrap();
         assert_eq!(text, "resources: []\n");
     }
@@ -349,16 +366,17 @@ mod tests {
         let tarball = builder.into_inner().unwrap();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         std::io::Write::write_all(&mut gz, &tarball).unwrap();
-        let error = unpack(&gz.finish().unwrap(), dir.path()).unwrap_err();
+        let error = unpack(&gz.finish().unwrap(), &Beneath::open(dir.path()).unwrap()).unwrap_err();
         assert!(
             error.to_string().contains("leaves its directory"),
             "{error}"
         );
         assert!(!dir.path().parent().unwrap().join("escape").exists());
 
-        assert!(inside(dir.path(), "bundle/a.yaml").is_some());
-        assert!(inside(dir.path(), "../a").is_none());
-        assert!(inside(dir.path(), "/etc/passwd").is_none());
+        assert!(plain("bundle/a.yaml"));
+        assert!(!plain("../a"));
+        assert!(!plain("/etc/passwd"));
+        assert!(!plain(""));
     }
 
     #[test]
@@ -375,5 +393,47 @@ mod tests {
             matches!(&error, PluginError::CapabilityDenied(m) if m.contains("`artifacts:pull` is not granted")),
             "{error:?}"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_the_plugin_planted_in_scratch_never_leads_a_pull_out() {
+        let scratch = tempfile::tempdir().unwrap();
+        let repository = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(repository.path(), scratch.path().join("artifacts")).unwrap();
+        let error = fresh_dir(scratch.path()).unwrap_err();
+        assert!(
+            format!("{error:?}").contains("/scratch/artifacts"),
+            "{error:?}"
+        );
+        // A link where a numbered directory would go is passed over.
+        std::fs::remove_file(scratch.path().join("artifacts")).unwrap();
+        std::fs::create_dir(scratch.path().join("artifacts")).unwrap();
+        std::os::unix::fs::symlink(repository.path(), scratch.path().join("artifacts/0")).unwrap();
+        let (guest, dir) = fresh_dir(scratch.path()).unwrap();
+        assert_eq!(guest, "/scratch/artifacts/1");
+        let blob = tar_gz(&[("bundle/crb.yaml", b"kind: ClusterRoleBinding\n")]);
+        unpack(&blob, &dir).unwrap();
+        assert!(scratch.path().join("artifacts/1/bundle/crb.yaml").is_file());
+        assert_eq!(std::fs::read_dir(repository.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn layer_sizes_that_overflow_or_are_negative_are_refused_before_a_pull() {
+        let sum = |sizes: &[i64]| {
+            let layers: Vec<OciDescriptor> = sizes
+                .iter()
+                .map(|size| OciDescriptor {
+                    size: *size,
+                    ..OciDescriptor::default()
+                })
+                .collect();
+            declared_total(&layers.iter().collect::<Vec<_>>())
+        };
+        assert_eq!(sum(&[1, 2]), Some(3));
+        assert_eq!(sum(&[i64::MAX, i64::MAX, 4]), None);
+        assert_eq!(sum(&[-1]), None);
+        assert_eq!(sum(&[ARTIFACT_CAP as i64, 1]), None);
+        assert_eq!(sum(&[ARTIFACT_CAP as i64]), Some(ARTIFACT_CAP));
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! A plugin never spawns processes itself. It names a logical tool; the host checks
 //! the grant `exec:<tool>`, maps the name to a binary, and for the tools it knows
-//! (`helm`, `kustomize`, `helmfile`) allows only the subcommands a render needs
-//! and refuses the flags that would run other programs, reach a cluster or
-//! change where the tool keeps its configuration. Guest paths in arguments and
+//! (`helm`, `kustomize`, `helmfile`) reads the arguments with the tool's own
+//! grammar ([`grammar`](super::grammar)): only the subcommands and flags a render
+//! needs. Guest paths in arguments and
 //! the working directory become host paths inside the preopened directories;
 //! any other absolute path, and any `..`, is refused. The environment is built
 //! here: `PATH`, a private home, config, cache and temp directory per call
@@ -28,90 +28,6 @@ use super::jail::{self, Endpoint, Policy};
 
 /// The most output kept from one stream of one tool run.
 pub const OUTPUT_CAP: usize = 64 * 1024 * 1024;
-
-/// What the host lets a plugin ask of a tool it knows: the subcommands a
-/// render needs, and the flags (or flag prefixes ending in `-`) that would let
-/// the tool run other programs, reach a cluster or read its configuration
-/// from elsewhere.
-struct ToolRules {
-    tool: &'static str,
-    subcommands: &'static [&'static str],
-    refused: &'static [&'static str],
-    /// Prefixes of the plugin's environment variables the tool gets.
-    env: &'static [&'static str],
-}
-
-const TOOL_RULES: &[ToolRules] = &[
-    ToolRules {
-        tool: "helm",
-        subcommands: &[
-            "template",
-            "show",
-            "pull",
-            "dependency",
-            "version",
-            "lint",
-            "package",
-        ],
-        refused: &[
-            "--post-renderer",
-            "--kubeconfig",
-            "--kube-apiserver",
-            "--kube-as-group",
-            "--kube-as-user",
-            "--kube-ca-file",
-            "--kube-context",
-            "--kube-insecure-skip-tls-verify",
-            "--kube-tls-server-name",
-            "--kube-token",
-            "--registry-config",
-            "--repository-config",
-            "--repository-cache",
-            "--dry-run=server",
-        ],
-        env: &[],
-    },
-    ToolRules {
-        tool: "kustomize",
-        subcommands: &["build", "version"],
-        refused: &[
-            "--enable-exec",
-            "--enable-alpha-plugins",
-            "--enable-helm",
-            "--helm-command",
-            "--load-restrictor",
-            "--mount",
-            "--network",
-            "--env",
-            "-e",
-        ],
-        env: &[],
-    },
-    ToolRules {
-        tool: "helmfile",
-        subcommands: &[
-            "template",
-            "build",
-            "version",
-            "list",
-            "lint",
-            "write-values",
-        ],
-        refused: &[
-            "--helm-binary",
-            "-b",
-            "--kustomize-binary",
-            "-k",
-            "--post-renderer",
-            "--args",
-            "--template-args",
-            "--kube-context",
-            "--kubeconfig",
-        ],
-        // HELMFILE_RENDER_YAML: a helmfile read from stdin is a template.
-        env: &["TAZUNA_VAR_", "HELMFILE_RENDER_YAML"],
-    },
-];
 
 /// A guest directory and the host directory behind it.
 #[derive(Debug, Clone)]
@@ -204,7 +120,7 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
             ctx.plugin
         )));
     }
-    if let Some(problem) = refused_request(tool, &command.args, &command.env) {
+    if let Some(problem) = super::grammar::refused(tool, &command.args, &command.env) {
         return Err(PluginError::CapabilityDenied(format!(
             "plugin `{}` asked `{tool}` for {problem}",
             ctx.plugin
@@ -328,6 +244,12 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
             .collect(),
         write: writable,
         endpoints,
+        // `op` signs in with the user's own accounts and renders no content.
+        identity: if tool == "op" {
+            jail::Identity::Caller
+        } else {
+            jail::Identity::Jail
+        },
     };
     tracing::debug!(plugin = ctx.plugin, tool, ?args, cwd = %cwd.display(), "exec");
     let mut jailed = jail::spawn(child, policy).map_err(|error| {
@@ -389,73 +311,6 @@ fn capture(mut stream: impl Read + Send + 'static) -> std::thread::JoinHandle<(V
     })
 }
 
-/// What is wrong with asking `tool` for `args` with `env`, if anything.
-pub(super) fn refused_request(
-    tool: &str,
-    args: &[String],
-    env: &[(String, String)],
-) -> Option<String> {
-    let rules = TOOL_RULES.iter().find(|rules| rules.tool == tool);
-    let allowed_env = |key: &str| {
-        rules.is_some_and(|rules| rules.env.iter().any(|prefix| key.starts_with(prefix)))
-            || (rules.is_none() && !DANGEROUS_ENV.iter().any(|bad| key.starts_with(bad)))
-    };
-    if let Some((key, _)) = env.iter().find(|(key, _)| !allowed_env(key)) {
-        return Some(format!(
-            "environment variable `{key}`, which it does not pass to tools"
-        ));
-    }
-    let rules = rules?;
-    if let Some(bad) = args.iter().find(|arg| {
-        rules
-            .refused
-            .iter()
-            .any(|flag| arg.as_str() == *flag || arg.starts_with(&format!("{flag}=")))
-    }) {
-        return Some(format!(
-            "`{bad}`, which would let it run other programs, reach a cluster or read configuration from elsewhere"
-        ));
-    }
-    let subcommand = args.iter().find(|arg| !arg.starts_with('-'));
-    match subcommand {
-        Some(sub) if rules.subcommands.contains(&sub.as_str()) => None,
-        Some(sub) => Some(format!(
-            "`{tool} {sub}`; plugins may run only `{tool} {}` (a flag's value goes after `=`: `--flag=value`)",
-            rules.subcommands.join("|")
-        )),
-        None => None,
-    }
-}
-
-/// Variables no tool gets from a plugin: they make tools run programs or load
-/// configuration, code or libraries from elsewhere.
-const DANGEROUS_ENV: &[&str] = &[
-    "LD_",
-    "GIT_",
-    "HELM_",
-    "KUSTOMIZE_",
-    "HELMFILE_",
-    "KUBECONFIG",
-    "HOME",
-    "XDG_",
-    "PATH",
-    "SSH_",
-    "DOCKER_",
-    "BASH_ENV",
-    "ENV",
-    "PYTHON",
-    "NODE_OPTIONS",
-    "PERL5",
-    "RUBY",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "TMPDIR",
-];
-
 /// Warn once per process that tools run without a jail.
 fn warn_unjailed(missing: &str) {
     static WARNED: std::sync::Once = std::sync::Once::new();
@@ -505,7 +360,13 @@ struct Private {
 
 impl Private {
     fn new(tool: &str, network: &Network) -> std::io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("tazuna-tool-").tempdir()?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("tazuna-tool-");
+        // Only the tool reads its logins (as root, the jail's view maps the
+        // home to the jail's user).
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+        let dir = builder.tempdir()?;
         for sub in [
             "home",
             "tmp",
@@ -879,67 +740,5 @@ mod tests {
         assert_eq!(map("/etc/passwd"), None);
         assert_eq!(map("--values=../../root/.docker/config.json"), None);
         assert_eq!(map("x=a,b=/root/.config/helm/registry/config.json"), None);
-    }
-
-    fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| (*s).to_owned()).collect()
-    }
-
-    #[test]
-    fn flags_that_run_programs_or_reach_a_cluster_are_refused() {
-        let refused = |tool: &str, args: &[&str]| refused_request(tool, &strings(args), &[]);
-        assert!(refused("helm", &["template", "--post-renderer=/bin/sh"]).is_some());
-        assert!(refused("helm", &["template", "x", "--kubeconfig=/k"]).is_some());
-        assert!(refused("helm", &["template", "x", "--kube-apiserver=https://k"]).is_some());
-        assert_eq!(
-            refused("helm", &["template", "x", "--kube-version=v1.37.2"]),
-            None
-        );
-        assert!(
-            refused(
-                "kustomize",
-                &["build", "--enable-helm", "--helm-command=/bin/sh"]
-            )
-            .is_some()
-        );
-        assert!(
-            refused(
-                "kustomize",
-                &["build", "--load-restrictor=LoadRestrictionsNone"]
-            )
-            .is_some()
-        );
-        assert!(refused("helmfile", &["--helm-binary=/bin/sh", "template"]).is_some());
-        assert_eq!(refused("helm", &["template", "x", "/manifest/chart"]), None);
-        assert_eq!(refused("kustomize", &["build", "/manifest"]), None);
-    }
-
-    #[test]
-    fn only_the_subcommands_a_render_needs_are_allowed() {
-        let refused = |tool: &str, args: &[&str]| refused_request(tool, &strings(args), &[]);
-        for args in [
-            &["install", "x", "c"][..],
-            &["repo", "add", "a", "u"],
-            &["plugin", "list"],
-            &["registry", "login"],
-        ] {
-            let said = refused("helm", args).unwrap();
-            assert!(said.contains("may run only `helm template|"), "{said}");
-        }
-        assert_eq!(
-            refused("helmfile", &["--file=/f", "--no-color", "template"]),
-            None
-        );
-    }
-
-    #[test]
-    fn a_plugin_passes_a_tool_only_the_variables_it_allows() {
-        let env =
-            |tool: &str, key: &str| refused_request(tool, &[], &[(key.to_owned(), "x".to_owned())]);
-        assert!(env("kustomize", "GIT_SSH_COMMAND").is_some());
-        assert!(env("helm", "HELM_PLUGINS").is_some());
-        assert_eq!(env("helmfile", "TAZUNA_VAR_0"), None);
-        assert!(env("echo", "LD_PRELOAD").is_some());
-        assert_eq!(env("echo", "GREETING"), None);
     }
 }

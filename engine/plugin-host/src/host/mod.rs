@@ -16,11 +16,13 @@
 //! `wasmtime::Result` internally and converts at its boundary.
 
 mod artifacts;
+mod beneath;
 mod bindings;
 mod cache;
 mod capabilities;
 mod content;
 mod exec;
+mod grammar;
 pub mod jail;
 mod resolver;
 mod tool_secrets;

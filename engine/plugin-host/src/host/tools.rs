@@ -216,8 +216,6 @@ mod tests {
                 "template"
             ]
         );
-        assert!(
-            super::super::exec::refused_request("helmfile", &command.args, &command.env).is_none()
-        );
+        assert!(super::super::grammar::refused("helmfile", &command.args, &command.env).is_none());
     }
 }
