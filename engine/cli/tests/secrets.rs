@@ -366,3 +366,126 @@ spec:
         text(&unset)
     );
 }
+
+/// A chart from a registry is not the user's file: a reference its own
+/// template writes (`ref+env:CI_DEPLOY_TOKEN`) is refused before any write
+/// and without the value; the same reference written in the user's values
+/// resolves. Checked with kubectl.
+#[test]
+fn a_reference_in_a_chart_from_a_registry_resolves_only_where_the_user_wrote_it() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let Some(tools) = tazuna_tests::e2e::tools(&[Tool::Helm]) else {
+        return;
+    };
+    let Some(registry) = tazuna_tests::e2e::registry() else {
+        return;
+    };
+    let namespace = cluster.namespace("fetched-ref");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let helm = |args: &[&str]| {
+        succeed(
+            Command::new(tools.path(Tool::Helm))
+                .current_dir(root)
+                .env("HOME", root.join("home"))
+                .args(args),
+        )
+    };
+    // 0.1.0 asks for the CI token itself; 0.2.0 takes a value from the user.
+    for (version, value) in [
+        ("0.1.0", "ref+env:CI_DEPLOY_TOKEN"),
+        ("0.2.0", "{{ .Values.token }}"),
+    ] {
+        let chart = root.join(format!("chart-{version}"));
+        write(
+            &chart,
+            "Chart.yaml",
+            &format!("apiVersion: v2\nname: fetched\nversion: {version}\n"),
+        );
+        write(
+            &chart,
+            "templates/secret.yaml",
+            &format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: fetched\nstringData:\n  token: \"{value}\"\n"
+            ),
+        );
+        helm(&["package", chart.to_str().unwrap(), "--destination", "."]);
+        helm(&[
+            "push",
+            &format!("fetched-{version}.tgz"),
+            &format!("oci://{}/charts", registry.host()),
+            "--plain-http",
+        ]);
+    }
+    let file = |version: &str, values: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: fetched
+      type: helm
+      namespace: {}
+      helm:
+        chart: oci://{}/charts/fetched
+        version: {version}
+        plainHttp: true
+        values: {values}
+",
+            namespace.name(),
+            registry.host()
+        )
+    };
+    const TOKEN: &str = "e2e-ci-deploy-token-5b1e";
+    write(root, "tazuna.yaml", &file("0.1.0", "{}"));
+    let refused = output(
+        tazuna(cluster, root)
+            .env("CI_DEPLOY_TOKEN", TOKEN)
+            .env("TAZUNA_TOOL_HELM", tools.path(Tool::Helm))
+            .arg("apply"),
+    );
+    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("`stringData.token` refers to provider `env`, but the reference comes from content fetched from"),
+        "{said}"
+    );
+    assert!(!said.contains(TOKEN), "{said}");
+    let found = output(
+        namespace
+            .kubectl()
+            .args(["get", "secret", "fetched", "-o", "name"]),
+    );
+    assert!(
+        !found.status.success(),
+        "the Secret was written: {}",
+        text(&found)
+    );
+
+    write(
+        root,
+        "tazuna.yaml",
+        &file("0.2.0", "{token: \"ref+env:CI_DEPLOY_TOKEN\"}"),
+    );
+    let applied = output(
+        tazuna(cluster, root)
+            .env("CI_DEPLOY_TOKEN", TOKEN)
+            .env("TAZUNA_TOOL_HELM", tools.path(Tool::Helm))
+            .arg("apply"),
+    );
+    assert_eq!(applied.status.code(), Some(0), "{}", text(&applied));
+    use base64::Engine as _;
+    let secret = succeed(namespace.kubectl().args([
+        "get",
+        "secret",
+        "fetched",
+        "-o",
+        "jsonpath={.data.token}",
+    ]));
+    let value = base64::engine::general_purpose::STANDARD
+        .decode(String::from_utf8_lossy(&secret.stdout).trim())
+        .unwrap();
+    assert_eq!(value, TOKEN.as_bytes());
+}

@@ -1129,6 +1129,55 @@ fn repository_content_that_would_run_a_program_is_refused_and_runs_nothing() {
         );
         assert!(!marker.exists(), "{said}: a program ran");
     }
+    // Spellings a line scan does not see: a base (not itself a helmfile by
+    // name) names a program the repository ships, or a flow mapping does. The host names
+    // helm itself (`--helm-binary`, which helmfile lets win), so the render
+    // uses the real helm; and the hooks the built state shows are refused.
+    let program =
+        "#!/bin/sh\necho pwned > MARKER\n".replace("MARKER", &marker.display().to_string());
+    // `helmfile build` runs `prepare` hooks itself: they meet the jail, which
+    // starts nothing the repository ships. Hooks of later events show in the
+    // state it builds, and are refused there.
+    for (base, said) in [
+        ("helmBinary: ./evil\nkustomizeBinary: ./evil\n", None),
+        (
+            "hooks: [{events: [prepare], command: ./evil, args: []}]\n",
+            Some("fork/exec ./evil: permission denied"),
+        ),
+        (
+            "hooks: [{events: [presync], command: ./evil, args: []}]\n",
+            Some("the helmfile sets `hooks`, which run programs at helmfile's events"),
+        ),
+    ] {
+        let dir = helmfile_project(&format!("bases: [base.yaml]\n---\n{release}"));
+        write(dir.path(), "platform/base.yaml", base);
+        write(dir.path(), "platform/evil", &program);
+        let evil = dir.path().join("platform/evil");
+        let mut mode = std::fs::metadata(&evil).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+        std::fs::set_permissions(&evil, mode).unwrap();
+        let run = output(tazuna(&tools, dir.path()).arg("build"));
+        match said {
+            None => {
+                assert_eq!(run.status.code(), Some(0), "{}", text(&run));
+                assert!(
+                    String::from_utf8_lossy(&run.stdout).contains("kind: ConfigMap"),
+                    "{}",
+                    text(&run)
+                );
+            }
+            Some(said) => {
+                assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+                assert!(
+                    String::from_utf8_lossy(&run.stderr).contains(said),
+                    "{said}: {}",
+                    text(&run)
+                );
+            }
+        }
+        assert!(!marker.exists(), "{base}: a program ran");
+    }
+
     // A call the check cannot see (the name built at render time by `tpl`)
     // meets the jail, which starts no program but the granted tools.
     let hidden = format!(
@@ -1138,8 +1187,12 @@ fn repository_content_that_would_run_a_program_is_refused_and_runs_nothing() {
     let dir = helmfile_project(&hidden);
     let run = output(tazuna(&tools, dir.path()).arg("build"));
     assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    // As root the jail's view has no `/bin/sh` at all; elsewhere Landlock
+    // refuses to start it.
+    let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
-        String::from_utf8_lossy(&run.stderr).contains("permission denied"),
+        stderr.contains("fork/exec /bin/sh: no such file or directory")
+            || stderr.contains("fork/exec /bin/sh: permission denied"),
         "{}",
         text(&run)
     );

@@ -118,14 +118,40 @@ pub struct Rendered {
     pub scope: Option<EmitScope>,
 }
 
+/// Why a secret reference in a render's Secret is not resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReferenceRefused {
+    /// A third-party plugin wrote it without this grant.
+    Grant(String),
+    /// Content the render fetched from a registry or repository wrote it,
+    /// not the user's own files.
+    Fetched,
+}
+
 impl Rendered {
     /// Whether a secret reference to `provider` (and, for `env`, the variable
-    /// `reference`) in this render's Secrets may be resolved. A built-in's
-    /// references are the user's own; a third-party plugin needs the grant
-    /// `secrets:<provider>`, or `secrets:env:<VARIABLE>` for `ref+env:`.
-    pub fn may_reference(&self, provider: &str, reference: &str) -> Result<(), String> {
+    /// `reference`) in this render's Secrets may be resolved; `written` says
+    /// whether the reference stands in the user's own files for this manifest
+    /// (its block in `tazuna.yaml` or the files it names).
+    ///
+    /// A built-in's references are the user's own, unless the render pulled
+    /// content from a registry or repository (a remote chart, an artifact):
+    /// then only a reference the user wrote resolves, so a chart cannot ask
+    /// for `ref+env:CI_DEPLOY_TOKEN` on its own. A third-party plugin needs
+    /// the grant `secrets:<provider>`, or `secrets:env:<VARIABLE>` for
+    /// `ref+env:`.
+    pub fn may_reference(
+        &self,
+        provider: &str,
+        reference: &str,
+        written: impl FnOnce() -> bool,
+    ) -> Result<(), ReferenceRefused> {
         let Some(scope) = &self.scope else {
-            return Ok(());
+            return if self.upstream.is_empty() || written() {
+                Ok(())
+            } else {
+                Err(ReferenceRefused::Fetched)
+            };
         };
         let needed = match provider {
             "env" => format!("secrets:env:{reference}"),
@@ -141,7 +167,7 @@ impl Rendered {
         {
             Ok(())
         } else {
-            Err(needed)
+            Err(ReferenceRefused::Grant(needed))
         }
     }
 }
@@ -327,19 +353,43 @@ mod tests {
 
     #[test]
     fn a_third_party_plugin_references_only_the_secrets_it_is_granted() {
-        assert_eq!(rendered(None).may_reference("env", "CI_TOKEN"), Ok(()));
+        let anywhere = || true;
+        assert_eq!(
+            rendered(None).may_reference("env", "CI_TOKEN", anywhere),
+            Ok(())
+        );
         let none = rendered(Some(EmitScope::new(["secrets:exec"])));
         assert_eq!(
-            none.may_reference("env", "CI_TOKEN"),
-            Err("secrets:env:CI_TOKEN".to_owned())
+            none.may_reference("env", "CI_TOKEN", anywhere),
+            Err(ReferenceRefused::Grant("secrets:env:CI_TOKEN".to_owned()))
         );
         assert_eq!(
-            none.may_reference("vault", "a/b"),
-            Err("secrets:vault".to_owned())
+            none.may_reference("vault", "a/b", anywhere),
+            Err(ReferenceRefused::Grant("secrets:vault".to_owned()))
         );
         let some = rendered(Some(EmitScope::new(["secrets:env:APP_*", "secrets:vault"])));
-        assert_eq!(some.may_reference("env", "APP_KEY"), Ok(()));
-        assert!(some.may_reference("env", "CI_TOKEN").is_err());
-        assert_eq!(some.may_reference("vault", "a/b"), Ok(()));
+        assert_eq!(some.may_reference("env", "APP_KEY", anywhere), Ok(()));
+        assert!(some.may_reference("env", "CI_TOKEN", anywhere).is_err());
+        assert_eq!(some.may_reference("vault", "a/b", anywhere), Ok(()));
+    }
+
+    #[test]
+    fn fetched_content_references_only_what_the_user_wrote() {
+        let mut remote = rendered(None);
+        remote.upstream.push(crate::lock::SourcePin {
+            location: "oci://registry.example/charts/app".into(),
+            version: Some("1.0.0".into()),
+            digest: None,
+        });
+        assert_eq!(
+            remote.may_reference("env", "CI_DEPLOY_TOKEN", || false),
+            Err(ReferenceRefused::Fetched)
+        );
+        assert_eq!(remote.may_reference("env", "DB_PASSWORD", || true), Ok(()));
+        // The user's own files: whatever the reference, nothing to look up.
+        assert_eq!(
+            rendered(None).may_reference("env", "X", || panic!("not asked")),
+            Ok(())
+        );
     }
 }

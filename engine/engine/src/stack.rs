@@ -579,7 +579,7 @@ impl Stack {
                 results[index] = result;
             }
         }
-        secrets::resolve_all(&secrets, &mut results);
+        secrets::resolve_all(&secrets, manifests, &mut results);
         Ok(results
             .into_iter()
             .map(|r| r.map_err(|e| Failure::of(&e)))

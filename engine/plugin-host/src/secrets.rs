@@ -25,7 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::Value;
-use tazuna_core::config::Provider;
+use tazuna_core::config::{Manifest, Provider};
+use tazuna_core::render::ReferenceRefused;
 
 use crate::host::{HostSettings, PluginHost, ToolSecret, ToolSecrets};
 use crate::plugins::PluginSet;
@@ -70,7 +71,11 @@ struct Found {
 /// render whose reference cannot be resolved becomes a
 /// [`RenderError::Secret`] naming the object, the key and the provider; the
 /// others go on.
-pub fn resolve_all(secrets: &ProviderSecrets, results: &mut [Result<Rendered, RenderError>]) {
+pub fn resolve_all(
+    secrets: &ProviderSecrets,
+    manifests: &[&Manifest],
+    results: &mut [Result<Rendered, RenderError>],
+) {
     let found = find(results);
     if found.is_empty() {
         return;
@@ -88,16 +93,43 @@ pub fn resolve_all(secrets: &ProviderSecrets, results: &mut [Result<Rendered, Re
         let Ok(rendered) = &results[item.result] else {
             continue;
         };
-        if let Err(needed) = rendered.may_reference(&item.provider, &item.reference) {
-            failed.entry(item.result).or_insert_with(|| {
-                format!(
-                    "{}: `stringData.{}` refers to provider `{}`, which plugin `{}` may not use; if you trust it with that secret, add `{needed}` to its `grants` in `spec.plugins` (the plugin must request it too)",
-                    object_name(results, item),
-                    item.key,
-                    item.provider,
-                    rendered.plugin
+        let written = || {
+            manifests.get(item.result).is_some_and(|manifest| {
+                user_wrote(
+                    manifest,
+                    &format!("{PREFIX}{}:{}", item.provider, item.reference),
                 )
-            });
+            })
+        };
+        match rendered.may_reference(&item.provider, &item.reference, written) {
+            Ok(()) => {}
+            Err(ReferenceRefused::Grant(needed)) => {
+                failed.entry(item.result).or_insert_with(|| {
+                    format!(
+                        "{}: `stringData.{}` refers to provider `{}`, which plugin `{}` may not use; if you trust it with that secret, add `{needed}` to its `grants` in `spec.plugins` (the plugin must request it too)",
+                        object_name(results, item),
+                        item.key,
+                        item.provider,
+                        rendered.plugin
+                    )
+                });
+            }
+            Err(ReferenceRefused::Fetched) => {
+                let fetched: Vec<&str> = rendered
+                    .upstream
+                    .iter()
+                    .map(|pin| pin.location.as_str())
+                    .collect();
+                failed.entry(item.result).or_insert_with(|| {
+                    format!(
+                        "{}: `stringData.{}` refers to provider `{}`, but the reference comes from content fetched from {}, not from your files: a reference resolves only where you wrote it; if this Secret should hold that value, write the reference in the manifest's own values (its block in tazuna.yaml or a values file it names)",
+                        object_name(results, item),
+                        item.key,
+                        item.provider,
+                        fetched.join(", ")
+                    )
+                });
+            }
         }
     }
     for (provider, items) in by_provider {
@@ -392,6 +424,64 @@ impl ToolSecrets for ProviderSecrets {
             secret: provider != ENV_PROVIDER,
         })
     }
+}
+
+/// The most a search for a reference reads of the user's files for one
+/// manifest, and of one file.
+const WRITTEN_BYTES: u64 = 64 * 1024 * 1024;
+const WRITTEN_FILE: u64 = 4 * 1024 * 1024;
+const WRITTEN_FILES: usize = 2_000;
+
+/// Whether `reference` (`ref+<provider>:<reference>`) stands in the user's
+/// own files for `manifest`: its block in `tazuna.yaml`, a file that block
+/// names, or a file under its `path`. Links are not followed, and the search
+/// is bounded ([`WRITTEN_BYTES`], [`WRITTEN_FILE`], [`WRITTEN_FILES`]).
+fn user_wrote(manifest: &Manifest, reference: &str) -> bool {
+    fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::String(text) => out.push(text),
+            Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut named = Vec::new();
+    strings(&manifest.config, &mut named);
+    if named.iter().any(|text| text.contains(reference)) {
+        return true;
+    }
+    let mut pending: Vec<PathBuf> = named
+        .iter()
+        .filter(|text| !text.contains("://") && !text.starts_with('/'))
+        .map(|text| manifest.base_dir.join(text))
+        .chain(manifest.resolved_path())
+        .filter(|path| path.starts_with(&manifest.base_dir))
+        .collect();
+    let (mut read, mut files) = (0u64, 0usize);
+    while let Some(path) = pending.pop() {
+        let Ok(meta) = path.symlink_metadata() else {
+            continue;
+        };
+        files += 1;
+        if files > WRITTEN_FILES || read > WRITTEN_BYTES {
+            return false;
+        }
+        if meta.is_dir() {
+            if let Ok(entries) = std::fs::read_dir(&path) {
+                pending.extend(entries.flatten().map(|entry| entry.path()));
+            }
+        } else if meta.is_file() && meta.len() <= WRITTEN_FILE {
+            read += meta.len();
+            if std::fs::read(&path).is_ok_and(|bytes| {
+                bytes
+                    .windows(reference.len())
+                    .any(|window| window == reference.as_bytes())
+            }) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// Every reference in the `stringData` of the rendered Secrets.

@@ -42,6 +42,39 @@ pub struct PullContext<'a> {
     pub mounts: &'a [Mount],
     /// Upper bound for the pull.
     pub timeout: Duration,
+    /// The references the manifest's config names ([`named_references`]).
+    pub named: &'a [String],
+}
+
+/// The OCI references a manifest's config (the user's `tazuna.yaml`) names:
+/// every string value, without a leading `oci://` or `http://`. A plugin
+/// pulls only one of these, exactly as written, so it reaches no registry
+/// the file does not name and carries nothing out in a reference of its own
+/// making (a tag or a path spelled from data).
+pub fn named_references(config: &str) -> Vec<String> {
+    fn strings(value: &serde_json::Value, out: &mut Vec<String>) {
+        match value {
+            serde_json::Value::String(text) => out.push(bare(text).to_owned()),
+            serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+            serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(config) {
+        strings(&value, &mut found);
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// `reference` without its `oci://` or `http://`.
+fn bare(reference: &str) -> &str {
+    reference
+        .strip_prefix("http://")
+        .or_else(|| reference.strip_prefix("oci://"))
+        .unwrap_or(reference)
 }
 
 /// Pull `reference` (`registry/repo:tag`, `registry/repo@sha256:…`, with or
@@ -56,6 +89,13 @@ pub fn pull(
         return Err(PluginError::CapabilityDenied(format!(
             "plugin `{}` may not pull `{reference}`: capability `{CAPABILITY}` is not granted",
             ctx.plugin
+        )));
+    }
+    if !ctx.named.iter().any(|named| named == bare(reference)) {
+        return Err(PluginError::CapabilityDenied(format!(
+            "plugin `{}` may not pull `{reference}`: the manifest's config does not name it; a plugin pulls only the artifacts your tazuna.yaml names, exactly as written (`oci://{}`)",
+            ctx.plugin,
+            bare(reference)
         )));
     }
     // `http://` asks for plain HTTP; loopback registries get it anyway.
@@ -387,6 +427,7 @@ mod tests {
             capabilities: &capabilities,
             mounts: &[],
             timeout: Duration::from_secs(1),
+            named: &["127.0.0.1:1/x:1".to_owned()],
         };
         let error = pull(&ctx, "127.0.0.1:1/x:1", &[]).unwrap_err();
         assert!(
@@ -435,5 +476,41 @@ mod tests {
         assert_eq!(sum(&[-1]), None);
         assert_eq!(sum(&[ARTIFACT_CAP as i64, 1]), None);
         assert_eq!(sum(&[ARTIFACT_CAP as i64]), Some(ARTIFACT_CAP));
+    }
+
+    #[test]
+    fn a_plugin_pulls_only_a_reference_the_config_names_as_written() {
+        let named = named_references(
+            r#"{"reference":"oci://registry.example/platform/bundle:1.0","values":{"x":["http://127.0.0.1:5000/a@sha256:ab"]}}"#,
+        );
+        assert_eq!(
+            named,
+            [
+                "127.0.0.1:5000/a@sha256:ab",
+                "registry.example/platform/bundle:1.0"
+            ]
+        );
+        let grant = vec!["artifacts:pull".to_owned()];
+        let capabilities = Capabilities::effective(&grant, &grant);
+        let ctx = PullContext {
+            plugin: "probe",
+            capabilities: &capabilities,
+            mounts: &[],
+            timeout: Duration::from_secs(1),
+            named: &named,
+        };
+        // Another registry, another repository, data spelled into a tag.
+        for reference in [
+            "attacker.example/exfil:1.0",
+            "registry.example/platform/other:1.0",
+            "registry.example/platform/bundle:c2VjcmV0",
+            "oci://registry.example/platform/bundle:1.0x",
+        ] {
+            let error = pull(&ctx, reference, &[]).unwrap_err();
+            assert!(
+                matches!(&error, PluginError::CapabilityDenied(m) if m.contains("does not name it")),
+                "{reference}: {error:?}"
+            );
+        }
     }
 }

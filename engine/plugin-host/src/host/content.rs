@@ -154,11 +154,101 @@ fn helmfile_file(mounts: &[Mount], path: &Path) -> Result<(), String> {
             shown(mounts, path)
         ));
     }
+    if state
+        && !template
+        && let Some(verdict) = helmfile_state(&text, &[])
+    {
+        return verdict.map_err(|problem| format!("`{}`: {problem}", shown(mounts, path)));
+    }
     if state && let Some((line, key, what)) = program_key(&text) {
         return Err(format!(
             "`{}` line {line} sets `{key}`, which {what}: Tazuna renders repository content as data, and runs only the helm it was given; remove `{key}`",
             shown(mounts, path)
         ));
+    }
+    Ok(())
+}
+
+/// Refuse a helmfile state that names a program to run, read as helmfile
+/// reads it (the documents `helmfile build` prints, or a plain YAML helmfile),
+/// so no spelling of a key (a flow mapping, a key set in a base) gets past:
+/// `helmBinary` or `kustomizeBinary` other than the ones in `binaries` (what
+/// the host passed helmfile), `hooks` at the top or on a release, a
+/// `postRenderer` in `helmDefaults` or on a release, and helm `args` with a
+/// flag helm's render grammar does not name. `None` when the text is not
+/// YAML (a template, checked as text instead).
+pub fn helmfile_state(text: &str, binaries: &[(&str, &str)]) -> Option<Result<(), String>> {
+    use serde::Deserialize as _;
+    let mut documents = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        documents.push(serde_yaml::Value::deserialize(document).ok()?);
+    }
+    Some(
+        documents
+            .iter()
+            .try_for_each(|state| state_names_no_program(state, binaries)),
+    )
+}
+
+fn state_names_no_program(
+    state: &serde_yaml::Value,
+    binaries: &[(&str, &str)],
+) -> Result<(), String> {
+    let set = |value: &serde_yaml::Value| match value {
+        serde_yaml::Value::Null => false,
+        serde_yaml::Value::Sequence(items) => !items.is_empty(),
+        serde_yaml::Value::Mapping(entries) => !entries.is_empty(),
+        serde_yaml::Value::String(text) => !text.is_empty(),
+        _ => true,
+    };
+    for key in ["helmBinary", "kustomizeBinary"] {
+        let given = &state[key];
+        let passed = binaries
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, path)| *path);
+        if set(given) && given.as_str() != passed {
+            return Err(format!(
+                "the helmfile sets `{key}`, which names the program helmfile runs: Tazuna renders repository content as data, and runs only the tools it was given; remove `{key}`"
+            ));
+        }
+    }
+    if set(&state["hooks"]) {
+        return Err("the helmfile sets `hooks`, which run programs at helmfile's events: Tazuna renders repository content as data; remove `hooks`".to_owned());
+    }
+    let releases = state["releases"].as_sequence().into_iter().flatten();
+    let places = std::iter::once(("helmDefaults".to_owned(), &state["helmDefaults"])).chain(
+        releases.map(|release| {
+            let name = release["name"].as_str().unwrap_or("?");
+            (format!("release `{name}`"), release)
+        }),
+    );
+    for (place, entry) in places {
+        if place != "helmDefaults" && set(&entry["hooks"]) {
+            return Err(format!(
+                "{place} sets `hooks`, which run programs at helmfile's events: Tazuna renders repository content as data; remove `hooks`"
+            ));
+        }
+        if set(&entry["postRenderer"]) {
+            return Err(format!(
+                "{place} sets `postRenderer`, a program helm runs on the rendered objects: Tazuna renders repository content as data; remove `postRenderer`"
+            ));
+        }
+        let args: Vec<String> = entry["args"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .filter_map(|arg| arg.as_str().map(str::to_owned))
+            .collect();
+        let mut command = vec![
+            "template".to_owned(),
+            "release".to_owned(),
+            "chart".to_owned(),
+        ];
+        command.extend(args);
+        if let Some(problem) = super::grammar::refused("helm", &command, &[]) {
+            return Err(format!("{place} passes helm {problem}"));
+        }
     }
     Ok(())
 }
@@ -346,5 +436,37 @@ mod tests {
         );
         // Other tools are not helmfile: the same directory is fine for them.
         check("kustomize", &mounts(&root), &[helmfile]).unwrap();
+    }
+
+    #[test]
+    fn a_helmfile_state_that_names_a_program_is_refused_in_any_spelling() {
+        let ours = [
+            ("helmBinary", "/tools/helm"),
+            ("kustomizeBinary", "/tools/kustomize"),
+        ];
+        let verdict = |text: &str| helmfile_state(text, &ours).expect("YAML");
+        for text in [
+            "helmBinary: /scratch/artifacts/0/helm\n",
+            "{helmBinary: /scratch/x, releases: []}\n",
+            "\"helmBinary\": /scratch/x\n",
+            "releases: []\n---\nkustomizeBinary: ./k\n",
+            "hooks:\n- events: [prepare]\n  command: sh\n",
+            "releases:\n- name: app\n  hooks: [{events: [presync], command: sh}]\n",
+            "releases:\n- {name: app, postRenderer: ./pr}\n",
+            "helmDefaults: {postRenderer: ./pr}\n",
+            "helmDefaults:\n  args: [--post-renderer, ./pr]\n",
+            "releases:\n- name: app\n  args: [\"--kubeconfig=/k\"]\n",
+            "? helmBinary\n: /scratch/x\n",
+        ] {
+            assert!(verdict(text).is_err(), "passed: {text}");
+        }
+        // What `helmfile build` prints with the host's binaries, and plain releases.
+        for text in [
+            "helmBinary: /tools/helm\nkustomizeBinary: /tools/kustomize\nreleases:\n- name: hooks\n  chart: ./c\n  values:\n  - hooks: {a: 1}\n",
+            "releases:\n- name: app\n  args: [--skip-tests]\n  hooks: []\n",
+        ] {
+            assert_eq!(verdict(text), Ok(()), "{text}");
+        }
+        assert_eq!(helmfile_state("releases: [\n", &ours), None);
     }
 }

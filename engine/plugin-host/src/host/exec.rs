@@ -69,6 +69,9 @@ pub struct Network {
     pub repositories: Vec<String>,
     /// `--offline` took every endpoint away.
     pub offline: bool,
+    /// The OCI references the config names (without `oci://`): the only
+    /// artifacts a plugin may pull.
+    pub references: Vec<String>,
 }
 
 /// Run `command` for the plugin described by `ctx`, in a `tool run` trace
@@ -151,6 +154,23 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
                 guests(ctx.mounts)
             ))
         })?);
+    }
+    // helmfile's own config can name the programs it runs; the host names
+    // them instead (helmfile lets the command line win over every helmfile
+    // and base), so no spelling in a helmfile chooses one.
+    let binaries = helmfile_binaries(ctx.capabilities);
+    if tool == "helmfile" {
+        let flags = binaries.iter().map(|(key, path)| {
+            format!(
+                "--{}={path}",
+                if *key == "helmBinary" {
+                    "helm-binary"
+                } else {
+                    "kustomize-binary"
+                }
+            )
+        });
+        args.splice(0..0, flags);
     }
     let cwd = match &command.cwd {
         Some(guest) => to_host(ctx.mounts, guest).ok_or_else(|| {
@@ -293,6 +313,24 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
         }
     }
     let exit_code = status.code().unwrap_or(-1);
+    // The state helmfile built, read as helmfile reads it: whatever spelling
+    // a helmfile or its bases used, a program it names shows here.
+    if exit_code == 0
+        && tool == "helmfile"
+        && super::grammar::subcommand(tool, &command.args) == Some("build")
+        && let Some(Err(problem)) = content::helmfile_state(
+            &String::from_utf8_lossy(&stdout),
+            &binaries
+                .iter()
+                .map(|(key, path)| (*key, path.as_str()))
+                .collect::<Vec<_>>(),
+        )
+    {
+        return Err(PluginError::CapabilityDenied(format!(
+            "plugin `{}` cannot hand `helmfile` its input: {problem}",
+            ctx.plugin
+        )));
+    }
     Ok(Output {
         exit_code,
         stdout,
@@ -348,6 +386,26 @@ fn tool_binaries(capabilities: &Capabilities, binary: &Path) -> Vec<PathBuf> {
     binaries.sort();
     binaries.dedup();
     binaries
+}
+
+/// The programs helmfile runs, as the host names them: the granted `helm`
+/// and `kustomize`, or a path that is nothing for a tool not granted.
+fn helmfile_binaries(capabilities: &Capabilities) -> [(&'static str, String); 2] {
+    let binary = |tool: &str| {
+        capabilities
+            .allows(&format!("exec:{tool}"))
+            .then(|| locate(tool))
+            .flatten()
+            .map(|path| std::fs::canonicalize(&path).unwrap_or(path))
+            .map_or_else(
+                || format!("/nonexistent/{tool}"),
+                |path| path.display().to_string(),
+            )
+    };
+    [
+        ("helmBinary", binary("helm")),
+        ("kustomizeBinary", binary("kustomize")),
+    ]
 }
 
 /// One tool run's own home: empty but for copies of the registry logins and

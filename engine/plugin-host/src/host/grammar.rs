@@ -322,13 +322,21 @@ pub fn refused(tool: &str, args: &[String], env: &[(String, String)]) -> Option<
             "environment variable `{key}`, which it does not pass to tools"
         ));
     }
-    grammar?.refused(args).err()
+    grammar?.read(args).err()
+}
+
+/// The subcommand `args` run `tool` with (`build` for `helmfile --file=f
+/// build`), read with the tool's grammar; `None` for a tool the host does not
+/// know or arguments it refuses.
+pub fn subcommand(tool: &str, args: &[String]) -> Option<&'static str> {
+    let grammar = GRAMMARS.iter().find(|grammar| grammar.tool == tool)?;
+    grammar.read(args).ok().flatten()
 }
 
 impl Grammar {
     /// Read `args` as the tool would: every flag must be one the grammar
-    /// names for where it stands.
-    fn refused(&self, args: &[String]) -> Result<(), String> {
+    /// names for where it stands. The subcommand, if there is one.
+    fn read(&self, args: &[String]) -> Result<Option<&'static str>, String> {
         let mut subcommand: Option<&Subcommand> = None;
         let mut words_left = false;
         let mut args = args.iter();
@@ -401,7 +409,7 @@ impl Grammar {
                 Some(_) => {}
             }
         }
-        Ok(())
+        Ok(subcommand.map(|found| found.name))
     }
 
     fn unknown_subcommand(&self, given: &str) -> String {

@@ -332,6 +332,7 @@ impl PluginHost {
                     .collect(),
                 endpoints,
                 offline: false,
+                references: artifacts::named_references(&request.config),
             }
         };
         self.call(plugin, "render", Some(manifest_dir), |bindings, store| {
@@ -835,6 +836,7 @@ impl bindings::artifacts::Host for CallState {
             capabilities: &self.capabilities,
             mounts: &self.mounts,
             timeout,
+            named: &self.network.references,
         };
         self.tools
             .run(|| artifacts::pull(&ctx, &reference, &media_types))
