@@ -100,6 +100,7 @@ impl Support {
 
 /// How a tool run as root is confined on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 enum RootJail {
     /// Not root: the tool runs as the caller, an unprivileged user.
     NotRoot,

@@ -224,10 +224,15 @@ pub(super) fn proxy(mut inbound: TcpStream, allowed: &[Endpoint]) {
 /// is refused, and `0.0.0.0` and `::` are refused even when named: they reach
 /// the host's own services.
 fn reachable(named: &Endpoint, ip: IpAddr) -> bool {
+    // `::ffff:0.0.0.0` is `0.0.0.0` to the kernel: compare what it routes.
+    let ip = ip.to_canonical();
     if ip.is_unspecified() {
         return false;
     }
-    let literal = named.host.parse::<IpAddr>().is_ok_and(|given| given == ip);
+    let literal = named
+        .host
+        .parse::<IpAddr>()
+        .is_ok_and(|given| given.to_canonical() == ip);
     literal || public(ip)
 }
 
@@ -410,6 +415,10 @@ mod tests {
         assert!(reachable(&named("10.0.0.5"), ip("10.0.0.5")));
         assert!(!reachable(&named("10.0.0.5"), ip("10.0.0.6")));
         assert!(!reachable(&named("0.0.0.0"), ip("0.0.0.0")));
+        // The IPv4-mapped spellings of the unspecified address, even named.
+        for host in ["::ffff:0.0.0.0", "::ffff:0:0", "::"] {
+            assert!(!reachable(&named(host), ip(host)), "{host}");
+        }
     }
 
     #[test]
@@ -418,7 +427,11 @@ mod tests {
         let port = service.local_addr().unwrap().port();
         service.set_nonblocking(true).unwrap();
         // `localhost` resolves to loopback; `0.0.0.0` is the host itself.
-        for host in ["localhost", "0.0.0.0"] {
+        for (host, authority) in [
+            ("localhost", "localhost"),
+            ("0.0.0.0", "0.0.0.0"),
+            ("::ffff:0.0.0.0", "[::ffff:0.0.0.0]"),
+        ] {
             let allowed = vec![Endpoint {
                 host: host.to_owned(),
                 port,
@@ -432,7 +445,7 @@ mod tests {
             let mut client = TcpStream::connect(address).unwrap();
             write!(
                 client,
-                "CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+                "CONNECT {authority}:{port} HTTP/1.1\r\nHost: {authority}:{port}\r\n\r\n"
             )
             .unwrap();
             let mut answer = String::new();
