@@ -452,7 +452,15 @@ fn user_wrote(manifest: &Manifest, reference: &str) -> bool {
     }
     let mut pending: Vec<PathBuf> = named
         .iter()
-        .filter(|text| !text.contains("://") && !text.starts_with('/'))
+        .filter(|text| {
+            !text.contains("://")
+                && !Path::new(text).components().any(|c| {
+                    !matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::CurDir
+                    )
+                })
+        })
         .map(|text| manifest.base_dir.join(text))
         .chain(manifest.resolved_path())
         .filter(|path| path.starts_with(&manifest.base_dir))

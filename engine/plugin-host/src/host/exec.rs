@@ -158,18 +158,11 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
     // helmfile's own config can name the programs it runs; the host names
     // them instead (helmfile lets the command line win over every helmfile
     // and base), so no spelling in a helmfile chooses one.
-    let binaries = helmfile_binaries(ctx.capabilities);
-    if tool == "helmfile" {
-        let flags = binaries.iter().map(|(key, path)| {
-            format!(
-                "--{}={path}",
-                if *key == "helmBinary" {
-                    "helm-binary"
-                } else {
-                    "kustomize-binary"
-                }
-            )
-        });
+    let binaries = (tool == "helmfile").then(|| helmfile_binaries(ctx.capabilities));
+    if let Some(binaries) = &binaries {
+        let flags = binaries
+            .iter()
+            .map(|(_, flag, path)| format!("--{flag}={path}"));
         args.splice(0..0, flags);
     }
     let cwd = match &command.cwd {
@@ -316,13 +309,13 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
     // The state helmfile built, read as helmfile reads it: whatever spelling
     // a helmfile or its bases used, a program it names shows here.
     if exit_code == 0
-        && tool == "helmfile"
+        && let Some(binaries) = &binaries
         && super::grammar::subcommand(tool, &command.args) == Some("build")
         && let Some(Err(problem)) = content::helmfile_state(
             &String::from_utf8_lossy(&stdout),
             &binaries
                 .iter()
-                .map(|(key, path)| (*key, path.as_str()))
+                .map(|(key, _, path)| (*key, path.as_str()))
                 .collect::<Vec<_>>(),
         )
     {
@@ -388,9 +381,10 @@ fn tool_binaries(capabilities: &Capabilities, binary: &Path) -> Vec<PathBuf> {
     binaries
 }
 
-/// The programs helmfile runs, as the host names them: the granted `helm`
-/// and `kustomize`, or a path that is nothing for a tool not granted.
-fn helmfile_binaries(capabilities: &Capabilities) -> [(&'static str, String); 2] {
+/// The programs helmfile runs, as the host names them (the state key, the
+/// flag, the path): the granted `helm` and `kustomize`, or a path that is
+/// nothing for a tool not granted.
+fn helmfile_binaries(capabilities: &Capabilities) -> [(&'static str, &'static str, String); 2] {
     let binary = |tool: &str| {
         capabilities
             .allows(&format!("exec:{tool}"))
@@ -403,8 +397,8 @@ fn helmfile_binaries(capabilities: &Capabilities) -> [(&'static str, String); 2]
             )
     };
     [
-        ("helmBinary", binary("helm")),
-        ("kustomizeBinary", binary("kustomize")),
+        ("helmBinary", "helm-binary", binary("helm")),
+        ("kustomizeBinary", "kustomize-binary", binary("kustomize")),
     ]
 }
 
