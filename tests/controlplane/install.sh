@@ -4,8 +4,8 @@
 #     independent OCI client), apache2-utils (htpasswd), time (peak RSS in the
 #     benchmarks), valgrind (the benchmark's instruction-count profile),
 #     gcc-mingw-w64-x86-64 (the C compiler the Windows `cargo check` needs for
-#     ring and aws-lc), and python3 (a chart repository server) unless
-#     one is on PATH, only when missing;
+#     ring and aws-lc), and python3 (a chart repository server, and
+#     /usr/bin/python3 for the jail's hostile-tool probe), only when missing;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
 #     live under ~/.cache/tazuna-dev/go/ and are removed after a build, to leave the
@@ -70,9 +70,11 @@ if [ "$do_apt" = 1 ]; then
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' \
       || missing+=("$pkg")
   done
-  # python3 serves the chart repository of the repository-login test; any
-  # python3 on PATH will do.
-  command -v python3 >/dev/null || missing+=(python3)
+  # python3 serves the chart repository of the repository-login test (any
+  # python3 on PATH will do), and Debian's /usr/bin/python3 is the hostile
+  # tool of the jail's probes (tests/data/probes/hostile-tool.py), whose
+  # libraries the jail's view holds (a pyenv Python under a home does not).
+  { command -v python3 >/dev/null && [ -x /usr/bin/python3 ]; } || missing+=(python3)
   if [ "${#missing[@]}" -gt 0 ]; then
     log "installing Debian packages: ${missing[*]}"
     sudo_cmd=()
