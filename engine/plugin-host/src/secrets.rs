@@ -447,7 +447,7 @@ fn user_wrote(manifest: &Manifest, reference: &str) -> bool {
     }
     let mut named = Vec::new();
     strings(&manifest.config, &mut named);
-    if named.iter().any(|text| text.contains(reference)) {
+    if named.iter().any(|text| holds(text.as_bytes(), reference)) {
         return true;
     }
     let mut pending: Vec<PathBuf> = named
@@ -480,16 +480,30 @@ fn user_wrote(manifest: &Manifest, reference: &str) -> bool {
             }
         } else if meta.is_file() && meta.len() <= WRITTEN_FILE {
             read += meta.len();
-            if std::fs::read(&path).is_ok_and(|bytes| {
-                bytes
-                    .windows(reference.len())
-                    .any(|window| window == reference.as_bytes())
-            }) {
+            if std::fs::read(&path).is_ok_and(|bytes| holds(&bytes, reference)) {
                 return true;
             }
         }
     }
     false
+}
+
+/// Whether `text` holds `reference` as a whole reference: what follows it
+/// cannot continue it (`ref+env:TOKEN` is not in `ref+env:TOKEN_OLD`).
+fn holds(text: &[u8], reference: &str) -> bool {
+    let reference = reference.as_bytes();
+    if reference.is_empty() || text.len() < reference.len() {
+        return false;
+    }
+    let continues = |byte: u8| byte.is_ascii_alphanumeric() || b"_-./#:@+".contains(&byte);
+    text.windows(reference.len())
+        .enumerate()
+        .any(|(at, window)| {
+            window == reference
+                && text
+                    .get(at + reference.len())
+                    .is_none_or(|next| !continues(*next))
+        })
 }
 
 /// Every reference in the `stringData` of the rendered Secrets.
@@ -555,6 +569,16 @@ pub fn working_dir(config_file: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reference_is_found_whole_in_what_the_user_wrote() {
+        assert!(holds(b"token: ref+env:CI_TOKEN\n", "ref+env:CI_TOKEN"));
+        assert!(holds(b"\"ref+env:CI_TOKEN\"", "ref+env:CI_TOKEN"));
+        assert!(holds(b"ref+env:CI_TOKEN", "ref+env:CI_TOKEN"));
+        assert!(!holds(b"token: ref+env:CI_TOKEN_OLD", "ref+env:CI_TOKEN"));
+        assert!(!holds(b"ref+vault:a/b/c", "ref+vault:a/b"));
+        assert!(!holds(b"", "ref+env:X"));
+    }
 
     #[test]
     fn only_well_formed_references_are_references() {
