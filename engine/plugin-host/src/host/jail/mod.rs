@@ -331,6 +331,20 @@ pub fn kill_group(child: &mut Child) {
 mod tests {
     use super::*;
 
+    /// Whether a test cannot run here because `missing` is: a skip, unless
+    /// `TAZUNA_E2E_REQUIRED` asks for every test to run (then a failure).
+    fn skipped(missing: Option<&String>) -> bool {
+        let Some(missing) = missing else {
+            return false;
+        };
+        assert!(
+            std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
+            "{missing}"
+        );
+        eprintln!("skipped: {missing}");
+        true
+    }
+
     fn starters_of(program: &str) -> Vec<PathBuf> {
         let mut found = Vec::new();
         landlock::starters(program.as_ref(), &mut found, 0);
@@ -339,12 +353,7 @@ mod tests {
 
     #[test]
     fn only_the_granted_programs_start() {
-        if let Err(missing) = &support().landlock {
-            assert!(
-                std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
-                "{missing}"
-            );
-            eprintln!("skipped: {missing}");
+        if skipped(support().landlock.as_ref().err()) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();
@@ -447,12 +456,7 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn a_jailed_tool_holds_no_privilege_and_nothing_it_starts_outlives_it() {
-        if let Some(missing) = support().missing() {
-            assert!(
-                std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
-                "{missing}"
-            );
-            eprintln!("skipped: {missing}");
+        if skipped(support().missing().as_ref()) {
             return;
         }
         assert_eq!(run_hostile(), "worked:");
@@ -472,11 +476,7 @@ mod tests {
                 .into_iter()
                 .find(|path| std::path::Path::new(path).is_file())
             else {
-                assert!(
-                    std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
-                    "no setpriv"
-                );
-                eprintln!("skipped: no setpriv to run as another user");
+                skipped(Some(&"no setpriv to run as another user".to_owned()));
                 return;
             };
             let status = Command::new(setpriv)
@@ -494,12 +494,7 @@ mod tests {
             assert!(status.success(), "as nobody: {status}");
             return;
         }
-        if let Err(missing) = &support().landlock {
-            assert!(
-                std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
-                "{missing}"
-            );
-            eprintln!("skipped: {missing}");
+        if skipped(support().landlock.as_ref().err()) {
             return;
         }
         assert_eq!(run_hostile(), "worked:");
