@@ -14,6 +14,7 @@
 //! What a render takes and gives ([`tazuna_core::render`]) is shared with the
 //! Kubernetes side (`tazuna-kube`); this crate does not depend on a Kubernetes client.
 
+mod config_strings;
 pub mod distribution;
 pub mod host;
 pub mod plugins;

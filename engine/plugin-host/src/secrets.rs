@@ -437,16 +437,7 @@ const WRITTEN_FILES: usize = 2_000;
 /// names, or a file under its `path`. Links are not followed, and the search
 /// is bounded ([`WRITTEN_BYTES`], [`WRITTEN_FILE`], [`WRITTEN_FILES`]).
 fn user_wrote(manifest: &Manifest, reference: &str) -> bool {
-    fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
-        match value {
-            Value::String(text) => out.push(text),
-            Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
-            Value::Object(map) => map.values().for_each(|v| strings(v, out)),
-            _ => {}
-        }
-    }
-    let mut named = Vec::new();
-    strings(&manifest.config, &mut named);
+    let named = crate::config_strings::strings_in(&manifest.config);
     if named.iter().any(|text| holds(text.as_bytes(), reference)) {
         return true;
     }

@@ -52,18 +52,14 @@ pub struct PullContext<'a> {
 /// the file does not name and carries nothing out in a reference of its own
 /// making (a tag or a path spelled from data).
 pub fn named_references(config: &str) -> Vec<String> {
-    fn strings(value: &serde_json::Value, out: &mut Vec<String>) {
-        match value {
-            serde_json::Value::String(text) => out.push(bare(text).to_owned()),
-            serde_json::Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
-            serde_json::Value::Object(map) => map.values().for_each(|v| strings(v, out)),
-            _ => {}
-        }
-    }
-    let mut found = Vec::new();
-    if let Ok(value) = serde_json::from_str::<serde_json::Value>(config) {
-        strings(&value, &mut found);
-    }
+    let mut found: Vec<String> = serde_json::from_str::<serde_json::Value>(config)
+        .map(|value| {
+            crate::config_strings::strings_in(&value)
+                .into_iter()
+                .map(|text| bare(text).to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
     found.sort();
     found.dedup();
     found

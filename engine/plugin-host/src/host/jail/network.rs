@@ -273,9 +273,7 @@ pub fn endpoints_named_in(config: &str, repositories: &[(String, String)]) -> Ve
     let Ok(value) = serde_json::from_str::<serde_json::Value>(config) else {
         return found;
     };
-    let mut strings = Vec::new();
-    collect_strings(&value, &mut strings);
-    for text in &strings {
+    for text in &crate::config_strings::strings_in(&value) {
         for word in text.split(|c: char| c.is_whitespace() || c == ',' || c == '"') {
             if let Some(endpoint) = endpoint_of_url(word) {
                 found.push(endpoint);
@@ -291,15 +289,6 @@ pub fn endpoints_named_in(config: &str, repositories: &[(String, String)]) -> Ve
     found.sort();
     found.dedup();
     found
-}
-
-fn collect_strings<'a>(value: &'a serde_json::Value, out: &mut Vec<&'a str>) {
-    match value {
-        serde_json::Value::String(s) => out.push(s),
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
-        serde_json::Value::Object(map) => map.values().for_each(|v| collect_strings(v, out)),
-        _ => {}
-    }
 }
 
 /// `oci://host:port/…`, `https://host/…` or `http://host:port/…` as an endpoint.
