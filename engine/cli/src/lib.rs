@@ -82,6 +82,9 @@ enum Command {
 /// code: 0 for success, 1 for a failure (already reported on stderr), 2 for
 /// bad usage.
 pub fn run() -> ExitCode {
+    // While the process has one thread: mounts of Tazuna's own, so scratch
+    // can be bounded (see `jail::private_mounts`). Without them it is not.
+    let private_mounts = tazuna_engine::host::jail::private_mounts();
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
     // `state drift`, `plugin push`: the words of the command, for its span.
@@ -100,6 +103,9 @@ pub fn run() -> ExitCode {
         }
     };
     let telemetry = settings.init_logging();
+    if let Err(missing) = private_mounts {
+        tracing::debug!("{missing}");
+    }
     let span = tracing::info_span!(
         target: tazuna_core::TRACE,
         "tazuna",

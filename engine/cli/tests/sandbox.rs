@@ -121,6 +121,33 @@ fn a_plugin_that_floods_its_output_is_refused_before_it_is_parsed() {
     );
 }
 
+/// 1.5 GiB written through WASI in three files: scratch holds 1 GiB, so the
+/// plugin's third file fails and the disk keeps its space. The bound is a
+/// tmpfs in Tazuna's own mount namespace, which needs root.
+#[test]
+fn a_plugin_cannot_fill_the_disk_through_scratch() {
+    // `/proc/self` is owned by the process's effective user.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    if uid != 0 {
+        assert!(
+            std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
+            "scratch is bounded only when Tazuna runs as root"
+        );
+        eprintln!("skipped: scratch is bounded only when Tazuna runs as root");
+        return;
+    }
+    let dir = project(&file_with("{ action: fill, count: 3, bytes: 536870912 }"));
+    let run = tazuna(dir.path(), &["build", "--plugin-timeout", "120"]);
+    assert_good_rendered(&run);
+    assert!(
+        run.stderr
+            .contains("plugin `probe` failed: /scratch/fill-2 after 1073741824 bytes"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("written"), "{}", run.stdout);
+}
+
 #[test]
 fn a_plugin_cannot_read_files_outside_its_preopens() {
     let (dir, run) = build_with("{ action: read, file: /etc/passwd }");

@@ -34,6 +34,41 @@ def unix():
     s.connect(outside + "/socket")
 attempt("unix-socket", unix)
 attempt("3-GiB", lambda: bytearray(3 << 30))
+def in_children(count, act):
+    # Each in a child of its own, so the kernel stopping one (for memory)
+    # does not stop the probe; worked if every child finished.
+    pids = []
+    for _ in range(count):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                act()
+                os._exit(0)
+            except BaseException:
+                os._exit(1)
+        pids.append(pid)
+    return all(os.waitpid(pid, 0)[1] == 0 for pid in pids) or False
+def hold():
+    # 800 MiB, every page written, held while the other child holds its own.
+    held = bytearray(800 << 20)
+    held[::4096] = b"\x01" * len(range(0, len(held), 4096))
+    time.sleep(2)
+attempt("held-1.6-GiB", lambda: in_children(2, hold))
+def fill(n):
+    with open(scratch + "/fill-%d" % n, "wb") as out:
+        for _ in range(8):
+            out.write(b"\x01" * (64 << 20))
+def fill_scratch():
+    # 1.5 GiB in three files, each under the per-file limit.
+    try:
+        return in_children(1, lambda: [fill(n) for n in range(3)])
+    finally:
+        for n in range(3):
+            try:
+                os.unlink(scratch + "/fill-%d" % n)
+            except OSError:
+                pass
+attempt("scratch-1.5-GiB", fill_scratch)
 attempt("home-shared", lambda: os.stat(os.environ["HOME"] + "/..").st_mode & 0o077 != 0 or False)
 attempt("scratch-exec", lambda: os.execv(scratch + "/run", [scratch + "/run"]))
 def session():

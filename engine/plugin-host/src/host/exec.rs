@@ -305,6 +305,15 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
             )));
         }
     }
+    if !status.success()
+        && let Some(memory) = &jailed.memory
+        && memory.went_over()
+    {
+        return Err(PluginError::Other(format!(
+            "`{tool}` and what it started held more than {} MiB of memory, the most a tool run may hold, and the kernel stopped it; split the manifest so each render is smaller",
+            jail::TOOL_RESIDENT >> 20
+        )));
+    }
     let exit_code = status.code().unwrap_or(-1);
     // The state helmfile built, read as helmfile reads it: whatever spelling
     // a helmfile or its bases used, a program it names shows here.
@@ -406,19 +415,15 @@ fn helmfile_binaries(capabilities: &Capabilities) -> [(&'static str, &'static st
 /// chart repositories its manifest names. It lies outside the plugin's
 /// directories and is removed when the run ends.
 struct Private {
-    dir: tempfile::TempDir,
+    dir: jail::Scratch,
     helm: bool,
 }
 
 impl Private {
     fn new(tool: &str, network: &Network) -> std::io::Result<Self> {
-        let mut builder = tempfile::Builder::new();
-        builder.prefix("tazuna-tool-");
-        // Only the tool reads its logins (as root, the jail's view maps the
-        // home to the jail's user).
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
-        let dir = builder.tempdir()?;
+        // Mode 0700: only the tool reads its logins (as root, the jail's view
+        // maps the home to the jail's user). Bounded in size like scratch.
+        let dir = jail::Scratch::new("tazuna-tool-")?;
         for sub in [
             "home",
             "tmp",

@@ -433,9 +433,7 @@ impl PluginHost {
                     guest: MANIFEST_DIR.to_owned(),
                     host: absolute.unwrap_or_else(|_| dir.to_owned()),
                 });
-                let scratch = tempfile::Builder::new()
-                    .prefix("tazuna-scratch-")
-                    .tempdir()
+                let scratch = jail::Scratch::new("tazuna-scratch-")
                     .map_err(|e| sandbox_error(format!("scratch directory: {e}")))?;
                 wasi.preopened_dir(scratch.path(), SCRATCH_DIR, FsPerms::ReadWrite)
                     .map_err(|e| sandbox_error(format!("scratch directory: {e:#}")))?;

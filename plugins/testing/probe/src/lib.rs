@@ -17,6 +17,7 @@
 //! | `{"action": "helm-template", "release": "demo", "chart": "/manifest/chart"}` | asks the host for `helm template` through the typed `tools` import; the output is rendered as a ConfigMap |
 //! | `{"action": "sleep", "seconds": 600}`    | sleeps in a WASI clock wait (the host's time budget must end the wait) |
 //! | `{"action": "flood", "count": 200000, "bytes": 10}` | renders `count` ConfigMaps of `bytes` bytes of data each (the host's output caps must refuse it) |
+//! | `{"action": "fill", "count": 3, "bytes": 536870912}` | writes `count` files of `bytes` bytes each to `/scratch` (the host's scratch bound must stop it); renders how many bytes it wrote, or fails with the error |
 //!
 //! It requests `exec:echo`, so tests can show both halves of the rule: a requested
 //! capability takes effect only once granted, and a grant of anything it did not request
@@ -51,6 +52,7 @@ enum Action {
     Emit,
     Sleep,
     Flood,
+    Fill,
     HelmTemplate,
 }
 
@@ -161,6 +163,7 @@ impl SourcePlugin for Probe {
                     .collect();
                 return Ok(RenderOutput::new(documents));
             }
+            Action::Fill => fill(config.count, config.bytes)?,
             Action::InvalidYaml => {
                 return Ok(RenderOutput::new(vec![
                     Manifest::new("kind: ConfigMap\nmetadata: {name: [unclosed\n")
@@ -226,3 +229,25 @@ fn exec(tool: Option<&str>, args: Vec<String>) -> Result<BTreeMap<String, String
 }
 
 tazuna_sdk::export_source_plugin!(Probe);
+
+/// Write `count` files of `bytes` bytes each to scratch, 16 MiB at a time.
+fn fill(count: usize, bytes: usize) -> Result<BTreeMap<String, String>, PluginError> {
+    use std::io::Write;
+    let chunk = vec![1u8; 16 << 20];
+    let mut written = 0usize;
+    for index in 0..count {
+        let path = format!("/scratch/fill-{index}");
+        let mut file = std::fs::File::create(&path)
+            .map_err(|e| PluginError::Other(format!("{path}: {e}")))?;
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            file.write_all(&chunk[..n]).map_err(|e| {
+                PluginError::Other(format!("{path} after {written} bytes: {e}"))
+            })?;
+            written += n;
+            left -= n;
+        }
+    }
+    Ok(BTreeMap::from([("written".to_owned(), written.to_string())]))
+}

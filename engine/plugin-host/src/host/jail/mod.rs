@@ -26,6 +26,7 @@
 //! namespace for an unprivileged user, no mount namespace or idmapped mounts
 //! for root), [`support`] says what is missing.
 
+mod bounds;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod network;
@@ -42,6 +43,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+pub use bounds::{
+    MemoryGroup, SCRATCH_FILES, SCRATCH_SIZE, Scratch, TOOL_RESIDENT, private_mounts,
+};
 pub use network::{Endpoint, endpoint_of_url, endpoints_named_in};
 use network::{Route, enter_network_namespace, listen, proxy, serve, splice};
 #[cfg(target_os = "linux")]
@@ -171,6 +175,8 @@ fn restrict(_: &Policy, _: &[u16]) -> Result<(), String> {
 pub struct Jailed {
     /// The tool; its process group id is its pid.
     pub child: Child,
+    /// The run's memory cgroup, where this process can make one.
+    pub memory: Option<MemoryGroup>,
     stop: Arc<AtomicBool>,
     _root: Option<tempfile::TempDir>,
 }
@@ -200,6 +206,11 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
         RootJail::NotRoot | RootJail::Bare => None,
     };
     let root_path = root.as_ref().map(|dir| dir.path().to_owned());
+    let memory = MemoryGroup::new(TOOL_RESIDENT);
+    #[cfg(target_os = "linux")]
+    let cgroup = memory
+        .as_ref()
+        .map(|group| std::os::fd::AsRawFd::as_raw_fd(&group.procs));
     let (child, routes) = std::thread::spawn(move || {
         let mut routes = Vec::new();
         let ports: Vec<u16> = if support.network.is_ok() {
@@ -214,7 +225,7 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
             policy.endpoints.iter().map(|e| e.port).collect()
         };
         #[cfg(target_os = "linux")]
-        confine(&mut command, &policy, mode, root_path.as_deref())?;
+        confine(&mut command, &policy, mode, root_path.as_deref(), cgroup)?;
         #[cfg(not(target_os = "linux"))]
         let _ = (mode, root_path);
         if support.landlock.is_ok() {
@@ -246,6 +257,7 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
     }
     Ok(Jailed {
         child,
+        memory,
         stop,
         _root: root,
     })
@@ -259,6 +271,7 @@ fn confine(
     policy: &Policy,
     mode: RootJail,
     root: Option<&std::path::Path>,
+    cgroup: Option<std::os::fd::RawFd>,
 ) -> Result<(), String> {
     use privilege::{Confinement, RunAs};
     use view::Access;
@@ -297,7 +310,7 @@ fn confine(
         RootJail::JailUser => RunAs::JailUser,
         RootJail::ViewOnly | RootJail::Bare => RunAs::RootWithoutCapabilities,
     };
-    let confinement = Confinement::new(run_as);
+    let confinement = Confinement::new(run_as, cgroup);
     // SAFETY: `apply` makes only raw system calls and allocates nothing (see
     // the `privilege` module), as a child of a threaded process must.
     #[allow(unsafe_code)]
@@ -459,7 +472,20 @@ mod tests {
         if skipped(support().missing().as_ref()) {
             return;
         }
-        assert_eq!(run_hostile(), "worked:");
+        assert_eq!(run_hostile(), expected());
+    }
+
+    /// What the hostile tool gets through here: a process that cannot make
+    /// memory cgroups keeps only the per-process limit, and the unit tests'
+    /// scratch is a plain temporary directory (its bound comes from Tazuna's
+    /// own mount namespace, checked end to end by the sandbox tests).
+    fn expected() -> String {
+        let mut through = Vec::new();
+        if MemoryGroup::new(TOOL_RESIDENT).is_none() {
+            through.push("held-1.6-GiB");
+        }
+        through.push("scratch-1.5-GiB");
+        format!("worked:{}", through.join(","))
     }
 
     /// What a deployment without root keeps: no view, no PID namespace, and
@@ -497,6 +523,6 @@ mod tests {
         if skipped(support().landlock.as_ref().err()) {
             return;
         }
-        assert_eq!(run_hostile(), "worked:");
+        assert_eq!(run_hostile(), expected());
     }
 }

@@ -49,13 +49,16 @@ pub(super) enum RunAs {
 pub(super) struct Confinement {
     run_as: RunAs,
     filter: Vec<libc::sock_filter>,
+    /// `cgroup.procs` of the run's memory cgroup, open for writing.
+    cgroup: Option<std::os::fd::RawFd>,
 }
 
 impl Confinement {
-    pub(super) fn new(run_as: RunAs) -> Self {
+    pub(super) fn new(run_as: RunAs, cgroup: Option<std::os::fd::RawFd>) -> Self {
         Self {
             run_as,
             filter: filter(),
+            cgroup,
         }
     }
 
@@ -65,6 +68,13 @@ impl Confinement {
         // SAFETY: each call takes plain integers or a pointer to memory this
         // function owns for the length of the call.
         unsafe {
+            // Into the run's memory cgroup first (`0` is the writer), while
+            // still allowed to.
+            if let Some(fd) = self.cgroup
+                && libc::write(fd, c"0".as_ptr().cast(), 1) != 1
+            {
+                return fail();
+            }
             for (resource, limit) in [
                 (libc::RLIMIT_AS, TOOL_MEMORY),
                 (libc::RLIMIT_FSIZE, TOOL_FILE_SIZE),
