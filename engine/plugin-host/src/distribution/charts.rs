@@ -81,8 +81,8 @@ pub async fn newest_chart_version(reference: &str) -> Result<Option<String>, Cha
         message,
     };
     let source = Source::parse("chart", reference).map_err(|e| unreadable(e.to_string()))?;
-    let tags = source
-        .client()
+    let registry = source.client();
+    let tags = registry
         .list_tags(
             &source.with_tag("latest"),
             &auth_for(&source.registry),
@@ -90,7 +90,7 @@ pub async fn newest_chart_version(reference: &str) -> Result<Option<String>, Cha
             None,
         )
         .await
-        .map_err(|e| unreadable(e.to_string()))?
+        .map_err(|e| unreadable(registry.explain(e)))?
         .tags;
     Ok(newest_stable(tags.iter().map(String::as_str)).map(|v| v.replace('+', "_")))
 }

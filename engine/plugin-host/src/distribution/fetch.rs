@@ -175,15 +175,15 @@ async fn newest_tag(
 ) -> Result<String, DistributionError> {
     let reference = source.with_tag("latest");
     let auth = auth_for(&source.registry);
-    let tags = source
-        .client()
+    let registry = source.client();
+    let tags = registry
         .list_tags(&reference, &auth, None, None)
         .await
         .map_err(|error| DistributionError::Registry {
             name: name.to_owned(),
             action: "cannot list the tags of",
             reference: source.repository_url(),
-            message: error.to_string(),
+            message: registry.explain(error),
         })?
         .tags;
     let (tag, available) = pick_tag(&tags, constraint);
@@ -239,8 +239,10 @@ async fn pull(
         reference: format!("oci://{reference}"),
         message,
     };
-    let image = source
-        .client()
+    let registry = source.client();
+    // A component is one layer of at most this size (checked again below).
+    registry.allow(super::metered::COMPONENT);
+    let image = registry
         .pull(reference, &auth_for(&source.registry))
         .await
         .map_err(|error| {
@@ -250,7 +252,7 @@ async fn pull(
             if missing {
                 failed("the registry has no such tag or digest".to_owned())
             } else {
-                failed(format!("{error:#}"))
+                failed(registry.explain(format!("{error:#}")))
             }
         })?;
     let manifest_digest = image

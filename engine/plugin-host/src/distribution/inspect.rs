@@ -164,15 +164,16 @@ pub async fn inspect(reference: &str) -> Result<Inspected, DistributionError> {
         message,
     };
     // The plain client: an artifact from another tool need not be in the Wasm layout.
-    let client: oci_client::Client = source.client().into();
-    let (manifest, manifest_digest, config) = client
+    let registry = source.client();
+    let (manifest, manifest_digest, config) = registry
+        .oci()
         .pull_manifest_and_config(&image, &auth_for(&source.registry))
         .await
         .map_err(|error| {
             if is_not_found(&error) {
                 failed("the registry has no such tag or digest".to_owned())
             } else {
-                failed(format!("{error:#}"))
+                failed(registry.explain(format!("{error:#}")))
             }
         })?;
     if let Some(expected) = &source.digest

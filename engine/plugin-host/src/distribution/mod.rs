@@ -22,6 +22,7 @@ mod charts;
 mod credentials;
 mod fetch;
 mod inspect;
+mod metered;
 mod source;
 
 use std::path::PathBuf;
@@ -37,6 +38,7 @@ pub use inspect::{
     CAPABILITIES_ANNOTATION, DESCRIPTION_ANNOTATION, Inspected, Layer, PluginAnnotations,
     TITLE_ANNOTATION, VERSION_ANNOTATION, WORLD_ANNOTATION, inspect, world_of_exports,
 };
+pub use metered::Registry;
 pub use source::Source;
 
 /// Why an `oci://` plugin could not be resolved, pulled or pushed.

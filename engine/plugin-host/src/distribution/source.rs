@@ -1,8 +1,9 @@
 //! `oci://` and `file://` plugin sources as the user wrote them.
 
 use oci_client::Reference;
-use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_wasm::WasmClient;
+use oci_client::client::ClientProtocol;
+
+use super::metered::Registry;
 
 use super::*;
 
@@ -90,13 +91,13 @@ impl Source {
     }
 
     /// A client for this registry: plain HTTP on loopback, HTTPS elsewhere.
-    pub fn client(&self) -> WasmClient {
+    pub fn client(&self) -> Registry {
         self.client_over(false)
     }
 
     /// A client for this registry, over plain HTTP if `plain_http` or the
     /// registry is on a loopback address.
-    pub fn client_over(&self, plain_http: bool) -> WasmClient {
+    pub fn client_over(&self, plain_http: bool) -> Registry {
         let host = self
             .registry
             .rsplit_once(':')
@@ -108,10 +109,7 @@ impl Source {
         } else {
             ClientProtocol::Https
         };
-        WasmClient::new(oci_client::Client::new(ClientConfig {
-            protocol,
-            ..ClientConfig::default()
-        }))
+        Registry::new(protocol)
     }
 }
 

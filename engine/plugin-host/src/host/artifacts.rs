@@ -189,7 +189,7 @@ async fn fetch(
                     "artifact `oci://{reference}` (the registry has no such repository, tag or digest)"
                 ))
             } else {
-                network("cannot pull", &e)
+                network("cannot pull", &client.explain(&e))
             }
         })?;
     let layers: Vec<&OciDescriptor> = manifest
@@ -197,11 +197,13 @@ async fn fetch(
         .iter()
         .filter(|layer| media_types.is_empty() || media_types.contains(&layer.media_type))
         .collect();
-    if declared_total(&layers).is_none() {
+    let Some(total) = declared_total(&layers) else {
         return Err(PluginError::Other(format!(
             "artifact `oci://{reference}` declares layers of more than the {ARTIFACT_CAP} bytes a plugin may pull (or a size that is not one); refused"
         )));
-    }
+    };
+    // What the manifest declares, checked, is all the registry may send.
+    client.allow(total);
     for layer in layers {
         // Never more than the manifest declares, whatever the registry sends.
         let declared = u64::try_from(layer.size).unwrap_or(0);
@@ -212,7 +214,7 @@ async fn fetch(
                 "a layer of `oci://{reference}` is larger than the {declared} bytes its manifest declares; refused"
             )));
         }
-        pulled.map_err(|e| network("cannot pull a layer of", &e))?;
+        pulled.map_err(|e| network("cannot pull a layer of", &client.explain(&e)))?;
         let blob = blob.bytes;
         if distribution::sha256(&blob) != layer.digest {
             return Err(PluginError::Other(format!(
