@@ -166,6 +166,85 @@ fn a_plugin_cannot_climb_out_of_the_manifest_directory() {
     filters(dir.path()).bind(|| insta::assert_snapshot!(run.stderr));
 }
 
+/// A zero-grant plugin that reads all it can find under `/manifest` (its
+/// `path` is `apps`) takes only that: not the repository's `.git`, not the
+/// envfile provider's file, not another manifest's files, not the lock,
+/// neither through a link nor by a dotfile in its own directory.
+#[test]
+fn a_plugin_sees_only_its_input_never_the_repository() {
+    let dir = project(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  providers:
+    - name: ops
+      type: envfile
+      envfile:
+        path: ./secrets/ops.env
+  plugins:
+    - name: probe
+      source: file://{probe}
+  manifests:
+    - name: reader
+      type: probe
+      path: apps
+      namespace: default
+      probe: { action: walk }
+    - name: team
+      type: manifests
+      path: other
+"#,
+    );
+    let root = dir.path();
+    common::write(
+        root,
+        ".git/config",
+        "[remote] url = https://ci-token-in-git@git.example\n",
+    );
+    common::write(root, "secrets/ops.env", "DB_PASSWORD=ops-secret-value\n");
+    common::write(root, "tazuna.lock", "lock-file-content\n");
+    common::write(
+        root,
+        "other/team.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other-team-content\n  namespace: default\n",
+    );
+    common::write(root, "apps/app.yaml", "the-plugins-own-input\n");
+    common::write(root, "apps/.env", "DOTFILE_SECRET=in-its-own-directory\n");
+    std::os::unix::fs::symlink("../secrets/ops.env", root.join("apps/env.yaml")).unwrap();
+    std::os::unix::fs::symlink("../.git/config", root.join("apps/git.yaml")).unwrap();
+    std::os::unix::fs::symlink("../other/team.yaml", root.join("apps/team.yaml")).unwrap();
+    let run = tazuna(root, &["build", "-o", "json"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let list: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let reader = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|item| item["metadata"]["name"] == "probe-reader")
+        .cloned()
+        .unwrap_or_default();
+    let data = reader["data"].as_object().cloned().unwrap_or_default();
+    let reader = serde_json::to_string(&reader).unwrap();
+    assert_eq!(
+        data.get("apps__app.yaml").and_then(|v| v.as_str()),
+        Some("the-plugins-own-input\n"),
+        "the plugin read its own input: {}",
+        run.stdout
+    );
+    for taken in [
+        "ci-token-in-git",
+        "ops-secret-value",
+        "lock-file-content",
+        "other-team-content",
+        "in-its-own-directory",
+    ] {
+        assert!(
+            !reader.contains(taken),
+            "the plugin took `{taken}`: {reader}"
+        );
+    }
+}
+
 #[test]
 fn a_plugin_cannot_exec_without_a_grant() {
     let (dir, run) = build_with("{ action: exec, tool: helm }");

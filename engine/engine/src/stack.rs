@@ -30,7 +30,7 @@ use crate::apply::{
 use crate::cluster::{self, Cluster, ClusterError, ConnectOptions};
 use crate::distribution::{Blobs, Resolve};
 use crate::guard::{ContextGuard, GuardError, Rebind};
-use crate::host::{HostError, HostSettings, PluginHost};
+use crate::host::{HostError, HostSettings, PluginHost, Protected};
 use crate::ownership::{Claims, Ownership, OwnershipError, StackStates};
 use crate::plan::{self, Intent, PlanError, Question, Report};
 use crate::plugins::{self, PluginLoadError, PluginSet, Role};
@@ -398,6 +398,15 @@ impl Stack {
         types.dedup();
         let wanted: Vec<(&str, Role)> = types.into_iter().map(|t| (t, Role::Source)).collect();
         let host = PluginHost::new(self.options.host.clone())?;
+        // What the secret providers read is in no plugin's input.
+        let providers = secrets::working_dir(&self.options.file);
+        host.set_protected(Protected::new(
+            self.config
+                .spec
+                .providers
+                .iter()
+                .flat_map(|provider| Protected::of_config(&providers, &provider.config)),
+        ));
         let set = self.plugin_set(&host, &wanted, Resolve::Pinned)?;
         Ok((host, set))
     }

@@ -398,12 +398,16 @@ fn check_declared(
     }
     // A component pinned now must not ask for more than the file grants: the
     // pin is a decision, and a new capability needs a new grant. Scopes
-    // (`emit:`, and `secrets:` for references) are ceilings, not needs: what
+    // (`emit:`, `read:` for what the input holds, and `secrets:` for
+    // references) are ceilings, not needs: what
     // is not granted narrows the scope, and each object outside it is refused
     // when it is planned or applied.
     if fetched.is_some_and(|f| f.repinned) {
-        let scope =
-            |c: &str| c.starts_with("emit:") || (c.starts_with("secrets:") && c != "secrets:exec");
+        let scope = |c: &str| {
+            c.starts_with("emit:")
+                || c.starts_with("read:")
+                || (c.starts_with("secrets:") && c != "secrets:exec")
+        };
         let missing: Vec<String> = info
             .capabilities
             .iter()

@@ -50,6 +50,7 @@ impl SourcePlugin for Helm {
                 "`helm template` of a chart: local (at `path`), OCI (`oci://`) or from a repository.",
             )
             .with_capability(CAPABILITY)
+            .with_capability("read:references")
     }
 
     fn validate(config: &Config) -> Vec<tazuna_sdk::Diagnostic> {

@@ -30,6 +30,7 @@ impl SourcePlugin for Helmfile {
             .with_capability("exec:helmfile")
             .with_capability("exec:helm")
             .with_capability("secrets:exec")
+            .with_capability("read:references")
     }
 
     fn validate(config: &Config) -> Vec<Diagnostic> {
@@ -51,7 +52,12 @@ mod tests {
     fn the_plugin_asks_for_helmfile_the_helm_it_runs_and_references_for_them() {
         assert_eq!(
             Helmfile::info().capabilities,
-            ["exec:helmfile", "exec:helm", "secrets:exec"]
+            [
+                "exec:helmfile",
+                "exec:helm",
+                "secrets:exec",
+                "read:references"
+            ]
         );
     }
 }

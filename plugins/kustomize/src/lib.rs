@@ -27,6 +27,7 @@ impl SourcePlugin for Kustomize {
         PluginInfo::new("kustomize", env!("CARGO_PKG_VERSION"))
             .with_description("`kustomize build` of the kustomization directory at `path`.")
             .with_capability(CAPABILITY)
+            .with_capability("read:references")
     }
 
     fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
@@ -42,6 +43,9 @@ mod tests {
 
     #[test]
     fn the_plugin_asks_for_kustomize_only() {
-        assert_eq!(Kustomize::info().capabilities, [CAPABILITY]);
+        assert_eq!(
+            Kustomize::info().capabilities,
+            [CAPABILITY, "read:references"]
+        );
     }
 }

@@ -320,12 +320,18 @@ mod tests {
         let auth = oci_client::secrets::RegistryAuth::Anonymous;
         let error = registry
             .oci()
-            .pull_manifest_raw(&reference, &auth, &["application/vnd.oci.image.manifest.v1+json"])
+            .pull_manifest_raw(
+                &reference,
+                &auth,
+                &["application/vnd.oci.image.manifest.v1+json"],
+            )
             .await
             .unwrap_err();
         assert!(registry.over(), "{error}");
         assert!(
-            registry.explain(&error).contains("the registry sent more than the 8 MiB"),
+            registry
+                .explain(&error)
+                .contains("the registry sent more than the 8 MiB"),
             "{}",
             registry.explain(&error)
         );
@@ -349,8 +355,15 @@ mod tests {
             Some("proxy.corp:3128")
         );
         assert_eq!(upstream_proxy(true, "127.0.0.1:5000", env), None);
-        assert_eq!(upstream_proxy(true, "registry.internal.corp:443", env), None);
+        assert_eq!(
+            upstream_proxy(true, "registry.internal.corp:443", env),
+            None
+        );
         assert_eq!(upstream_proxy(true, "r.ns.svc:443", env), None);
-        assert_eq!(upstream_proxy(false, "ghcr.io:80", env), None, "no HTTP_PROXY set");
+        assert_eq!(
+            upstream_proxy(false, "ghcr.io:80", env),
+            None,
+            "no HTTP_PROXY set"
+        );
     }
 }

@@ -376,6 +376,7 @@ mod tests {
         vec![Mount {
             guest: super::super::MANIFEST_DIR.to_owned(),
             host: root.to_owned(),
+            shown: None,
         }]
     }
 

@@ -36,6 +36,9 @@ pub struct Mount {
     pub guest: String,
     /// The host directory.
     pub host: PathBuf,
+    /// What the user knows it as (the manifest's view is shown as the
+    /// manifest's directory), in what a tool prints.
+    pub shown: Option<PathBuf>,
 }
 
 /// What one call's `exec` may touch.
@@ -333,12 +336,40 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
             ctx.plugin
         )));
     }
+    // What the tool says about its input names the manifest's directory,
+    // not the view the host built of it.
+    let mut stderr = stderr;
+    for mount in ctx.mounts {
+        if let Some(shown) = &mount.shown {
+            stderr = replace_bytes(
+                &stderr,
+                mount.host.to_string_lossy().as_bytes(),
+                shown.to_string_lossy().as_bytes(),
+            );
+        }
+    }
     Ok(Output {
         exit_code,
         stdout,
         stderr,
         truncated: cut_out || cut_err,
     })
+}
+
+/// `text` with every `from` replaced by `to`.
+fn replace_bytes(text: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    if from.is_empty() {
+        return text.to_vec();
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.windows(from.len()).position(|window| window == from) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(to);
+        rest = &rest[at + from.len()..];
+    }
+    out.extend_from_slice(rest);
+    out
 }
 
 fn capture(mut stream: impl Read + Send + 'static) -> std::thread::JoinHandle<(Vec<u8>, bool)> {
@@ -721,10 +752,12 @@ mod tests {
             Mount {
                 guest: "/manifest".into(),
                 host: "/home/me/cluster".into(),
+                shown: None,
             },
             Mount {
                 guest: "/scratch".into(),
                 host: "/tmp/call-1".into(),
+                shown: None,
             },
         ]
     }

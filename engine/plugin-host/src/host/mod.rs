@@ -23,6 +23,7 @@ mod capabilities;
 mod content;
 mod exec;
 mod grammar;
+mod input;
 pub mod jail;
 mod resolver;
 mod tool_secrets;
@@ -47,6 +48,7 @@ pub use bindings::{RESOLVER_WORLD, SOURCE_WORLD};
 pub use cache::{CompileCache, Provenance};
 pub use capabilities::Capabilities;
 pub use exec::{locate as locate_tool, tool_env_var};
+pub use input::{Protected, REFERENCES};
 pub use resolver::ResolverPlugin;
 pub use tool_secrets::{Revealed, SharedToolSecrets, ToolSecret, ToolSecrets};
 
@@ -165,6 +167,7 @@ pub struct PluginHost {
     offline: bool,
     ticker_stop: Arc<AtomicBool>,
     tool_secrets: std::sync::OnceLock<SharedToolSecrets>,
+    protected: std::sync::OnceLock<Protected>,
 }
 
 impl std::fmt::Debug for PluginHost {
@@ -222,7 +225,14 @@ impl PluginHost {
             offline: settings.offline,
             ticker_stop,
             tool_secrets: std::sync::OnceLock::new(),
+            protected: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Files no plugin sees in its input, whatever names them: those the
+    /// secret providers read (see [`input`]). Only the first call takes effect.
+    pub fn set_protected(&self, protected: Protected) {
+        let _ = self.protected.set(protected);
     }
 
     /// Resolve the secret references plugins hand their tools through
@@ -300,7 +310,9 @@ impl PluginHost {
         })
     }
 
-    /// Render one manifest. `manifest_dir` is preopened read-only at
+    /// Render one manifest declared in `manifest_dir`. Its input (see
+    /// [`input`]: the manifest's `path`, what its config names and, with
+    /// [`REFERENCES`], what those files name) is preopened read-only at
     /// [`MANIFEST_DIR`]; the request's `workdir` and `scratch` are filled in here.
     ///
     /// The secret values the call handed to tools come back as [`Revealed`],
@@ -335,8 +347,30 @@ impl PluginHost {
                 references: artifacts::named_references(&request.config),
             }
         };
-        self.call(plugin, "render", Some(manifest_dir), |bindings, store| {
+        let config: serde_json::Value =
+            serde_json::from_str(&request.config).unwrap_or(serde_json::Value::Null);
+        let view = input::view(
+            manifest_dir,
+            request.path.as_deref(),
+            &config,
+            plugin.capabilities.allows(REFERENCES),
+            self.protected.get().unwrap_or(&Protected::default()),
+        )
+        .map_err(|message| HostError::Sandbox {
+            plugin: plugin.info.name.clone(),
+            message,
+        })?;
+        let shown = std::path::absolute(manifest_dir).unwrap_or_else(|_| manifest_dir.to_owned());
+        self.call(plugin, "render", Some(view.path()), |bindings, store| {
             store.data_mut().network = network;
+            if let Some(mount) = store
+                .data_mut()
+                .mounts
+                .iter_mut()
+                .find(|mount| mount.guest == MANIFEST_DIR)
+            {
+                mount.shown = Some(shown);
+            }
             let result = bindings
                 .tazuna_plugin_source()
                 .call_render(&mut *store, &request)?;
@@ -432,6 +466,7 @@ impl PluginHost {
                 mounts.push(Mount {
                     guest: MANIFEST_DIR.to_owned(),
                     host: absolute.unwrap_or_else(|_| dir.to_owned()),
+                    shown: None,
                 });
                 let scratch = jail::Scratch::new("tazuna-scratch-")
                     .map_err(|e| sandbox_error(format!("scratch directory: {e}")))?;
@@ -440,6 +475,7 @@ impl PluginHost {
                 mounts.push(Mount {
                     guest: SCRATCH_DIR.to_owned(),
                     host: scratch.path().to_owned(),
+                    shown: None,
                 });
                 Some(scratch)
             }

@@ -17,6 +17,7 @@
 //! | `{"action": "helm-template", "release": "demo", "chart": "/manifest/chart"}` | asks the host for `helm template` through the typed `tools` import; the output is rendered as a ConfigMap |
 //! | `{"action": "sleep", "seconds": 600}`    | sleeps in a WASI clock wait (the host's time budget must end the wait) |
 //! | `{"action": "flood", "count": 200000, "bytes": 10}` | renders `count` ConfigMaps of `bytes` bytes of data each (the host's output caps must refuse it) |
+//! | `{"action": "walk"}`                     | reads every file it can find under `/manifest` (links followed) and renders a ConfigMap of path to content: what a plugin that reads all it sees would take |
 //! | `{"action": "fill", "count": 3, "bytes": 536870912}` | writes `count` files of `bytes` bytes each to `/scratch` (the host's scratch bound must stop it); renders how many bytes it wrote, or fails with the error |
 //!
 //! It requests `exec:echo`, so tests can show both halves of the rule: a requested
@@ -53,6 +54,7 @@ enum Action {
     Sleep,
     Flood,
     Fill,
+    Walk,
     HelmTemplate,
 }
 
@@ -164,6 +166,7 @@ impl SourcePlugin for Probe {
                 return Ok(RenderOutput::new(documents));
             }
             Action::Fill => fill(config.count, config.bytes)?,
+            Action::Walk => walk(&request.workdir),
             Action::InvalidYaml => {
                 return Ok(RenderOutput::new(vec![
                     Manifest::new("kind: ConfigMap\nmetadata: {name: [unclosed\n")
@@ -237,17 +240,46 @@ fn fill(count: usize, bytes: usize) -> Result<BTreeMap<String, String>, PluginEr
     let mut written = 0usize;
     for index in 0..count {
         let path = format!("/scratch/fill-{index}");
-        let mut file = std::fs::File::create(&path)
-            .map_err(|e| PluginError::Other(format!("{path}: {e}")))?;
+        let mut file =
+            std::fs::File::create(&path).map_err(|e| PluginError::Other(format!("{path}: {e}")))?;
         let mut left = bytes;
         while left > 0 {
             let n = left.min(chunk.len());
-            file.write_all(&chunk[..n]).map_err(|e| {
-                PluginError::Other(format!("{path} after {written} bytes: {e}"))
-            })?;
+            file.write_all(&chunk[..n])
+                .map_err(|e| PluginError::Other(format!("{path} after {written} bytes: {e}")))?;
             written += n;
             left -= n;
         }
     }
-    Ok(BTreeMap::from([("written".to_owned(), written.to_string())]))
+    Ok(BTreeMap::from([(
+        "written".to_owned(),
+        written.to_string(),
+    )]))
+}
+
+/// Every file under `root`, path to content (unreadable ones say why).
+fn walk(root: &str) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    let mut pending = vec![std::path::PathBuf::from(root)];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let key = path
+                    .display()
+                    .to_string()
+                    .trim_start_matches(root)
+                    .trim_start_matches('/')
+                    .replace('/', "__");
+                let content = std::fs::read_to_string(&path).unwrap_or_else(|e| format!("({e})"));
+                found.insert(key, content);
+            }
+        }
+    }
+    found
 }
