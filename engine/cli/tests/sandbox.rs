@@ -369,6 +369,52 @@ fn jailed_tool(script: &str, args: &str) -> (tempfile::TempDir, Vec<(&'static st
     (dir, env)
 }
 
+/// A plugin granted `secrets:exec` hands its tool `ref+env:CI_DEPLOY_TOKEN`,
+/// which its config never names (the probe joins it from two pieces): the
+/// tool gets nothing of Tazuna's environment. The same variable, named in the
+/// config, is handed.
+#[test]
+fn a_tool_gets_only_the_environment_variables_the_config_names() {
+    let run_with = |variables: &str| {
+        let dir = project(&format!(
+            r#"spec:
+  plugins:
+    - name: probe
+      source: file://{{probe}}
+      grants: ["exec:echo", "secrets:exec"]
+  manifests:
+    - name: runs
+      type: probe
+      probe: {{ action: exec, tool: echo, variables: {variables} }}
+"#
+        ));
+        let tools = dir.path().join("tools");
+        std::fs::create_dir(&tools).unwrap();
+        let path = tools.join("print");
+        std::fs::write(&path, "#!/bin/bash\necho \"got:$DEPLOY\"\n").unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let echo = path.display().to_string();
+        let env = [
+            ("TAZUNA_TOOL_ECHO", echo.as_str()),
+            ("CI_DEPLOY_TOKEN", "ci-token-of-tazunas-own"),
+        ];
+        common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env)
+    };
+    let unnamed = run_with(r#"{ DEPLOY: ["ref+env:CI_", "DEPLOY_TOKEN"] }"#);
+    let said = unnamed.transcript();
+    assert!(
+        said.contains("passed `ref+env:CI_DEPLOY_TOKEN` to `echo` in `DEPLOY`, but the manifest's config does not name `CI_DEPLOY_TOKEN`"),
+        "{said}"
+    );
+    assert!(!said.contains("ci-token-of-tazunas-own"), "{said}");
+    // Written whole in the config, it is the user's: `build` hands the
+    // reference itself (a cluster run would resolve it).
+    let named = run_with(r#"{ DEPLOY: ["ref+env:CI_DEPLOY_TOKEN"] }"#);
+    assert_eq!(named.code, 0, "{}", named.transcript());
+    assert_eq!(tool_stdout(&named).trim(), "got:ref+env:CI_DEPLOY_TOKEN");
+}
+
 /// The tool's stdout, from the ConfigMap the probe renders.
 fn tool_stdout(run: &common::Run) -> String {
     let list: serde_json::Value = serde_json::from_str(&run.stdout)

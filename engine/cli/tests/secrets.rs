@@ -210,17 +210,16 @@ const TOKEN_VALUE: &str = "e2e-helmfile-token-51c9";
 const EMAIL_VALUE: &str = "platform-e2e@example.com";
 
 /// A chart that puts `.Values.email` in a ConfigMap and `.Values.token` in a
-/// Secret, or (with `leak`) the token in the ConfigMap too.
-fn token_chart(root: &Path, leak: bool) {
+/// Secret, and `leak` (a template of the token) in the ConfigMap too.
+fn token_chart(root: &Path, leak: Option<&str>) {
     write(
         root,
         "helmfile/chart/Chart.yaml",
         "apiVersion: v2\nname: acme\nversion: 0.1.0\n",
     );
-    let settings = if leak {
-        "  email: {{ .Values.email | quote }}\n  token: {{ .Values.token | quote }}\n"
-    } else {
-        "  email: {{ .Values.email | quote }}\n"
+    let settings = match leak {
+        Some(leak) => format!("  email: {{{{ .Values.email | quote }}}}\n  token: {leak}\n"),
+        None => "  email: {{ .Values.email | quote }}\n".to_owned(),
     };
     write(
         root,
@@ -249,7 +248,7 @@ fn helmfile_vars_from_env_and_op_reach_the_tool_and_secret_values_only_land_in_s
             "if [ \"$*\" = \"read --no-newline op://Platform/acme/token\" ]; then printf '%s' '{TOKEN_VALUE}'; else echo \"unexpected: $*\" >&2; exit 1; fi\n"
         ),
     );
-    token_chart(root, false);
+    token_chart(root, None);
     write(
         root,
         "helmfile/helmfile.yaml.gotmpl",
@@ -344,7 +343,7 @@ spec:
 
     // A chart that copies the token into a ConfigMap is stopped, by name,
     // before anything is written, and the error does not quote the value.
-    token_chart(root, true);
+    token_chart(root, Some("{{ .Values.token | quote }}"));
     let planned = run(&["plan"]);
     assert_eq!(planned.status.code(), Some(1), "{}", text(&planned));
     let said = text(&planned);
@@ -354,8 +353,26 @@ spec:
     );
     assert!(!said.contains(TOKEN_VALUE), "{said}");
 
+    // Made into something else first (another spelling, a hash, a piece),
+    // it no longer matches the value: the render without the secret tells.
+    for leak in [
+        "{{ .Values.token | upper | quote }}",
+        "{{ .Values.token | sha256sum | quote }}",
+        "{{ .Values.token | trunc 9 | b32enc | quote }}",
+    ] {
+        token_chart(root, Some(leak));
+        let planned = run(&["plan"]);
+        let said = text(&planned);
+        assert_eq!(planned.status.code(), Some(1), "{leak}: {said}");
+        assert!(
+            said.contains("ConfigMap default/acme-settings, rendered by plugin `helmfile`, comes out otherwise when the secrets its tools got are withheld"),
+            "{leak}: {said}"
+        );
+        assert!(!said.contains(&TOKEN_VALUE.to_uppercase()), "{said}");
+    }
+
     // An unset variable is named.
-    token_chart(root, false);
+    token_chart(root, None);
     let unset = output(command(false).arg("plan"));
     assert_eq!(unset.status.code(), Some(1), "{}", text(&unset));
     assert!(

@@ -87,6 +87,19 @@ pub enum RenderError {
         /// The object, as `Kind namespace/name`.
         object: String,
     },
+    /// An object that is not a Secret comes out otherwise when the secrets
+    /// the plugin's tools got are withheld: it carries something made of them.
+    #[error(
+        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, comes out otherwise when the secrets its tools got are withheld: it carries something made of a secret (a piece, a hash, another spelling); such values may only land in Secrets"
+    )]
+    DerivedFromSecret {
+        /// Manifest name.
+        manifest: String,
+        /// Plugin name.
+        plugin: String,
+        /// The object, as `Kind namespace/name`.
+        object: String,
+    },
     /// Upstream content changed under a pinned location and version.
     #[error(
         "manifest `{manifest}`: `{location}` {version} now has digest `{found}`, but tazuna.lock pinned `{pinned}`"
@@ -141,6 +154,7 @@ impl RenderError {
             | Self::UpstreamChanged { manifest, .. }
             | Self::Secret { manifest, .. }
             | Self::SecretOutsideSecret { manifest, .. }
+            | Self::DerivedFromSecret { manifest, .. }
             | Self::TooMuchOutput { manifest, .. }
             | Self::InvalidOutput { manifest, .. } => manifest,
         }
@@ -150,7 +164,7 @@ impl RenderError {
 impl Hint for RenderError {
     fn hint(&self) -> Option<String> {
         match self {
-            Self::SecretOutsideSecret { .. } => Some(
+            Self::SecretOutsideSecret { .. } | Self::DerivedFromSecret { .. } => Some(
                 "use the value in a Secret (and refer to that Secret), or take it from a non-secret source"
                     .to_owned(),
             ),
@@ -319,6 +333,7 @@ pub fn render_one(
         workdir: String::new(),
         scratch: String::new(),
     };
+    let again = request.clone();
     let output = host
         .render(plugin, &manifest.base_dir, request)
         .map_err(|error| RenderError::Host {
@@ -341,6 +356,12 @@ pub fn render_one(
     }
     check_output_size(plugin, &manifest.name, &output.manifests)?;
     let mut objects = Vec::with_capacity(output.manifests.len());
+    // Kept for the render without the secrets, when there is one.
+    let documents = if revealed.is_empty() {
+        Vec::new()
+    } else {
+        output.manifests.clone()
+    };
     for doc in output.manifests {
         let traced = !revealed.is_empty() && revealed.found_in(&doc.content);
         let object = parse_document(plugin, &manifest.name, doc.content, doc.origin)?;
@@ -353,6 +374,30 @@ pub fn render_one(
             });
         }
         objects.push(object);
+    }
+    if !revealed.is_empty() {
+        // Outside Secrets, a render that got the secrets must be the render
+        // that did not: whatever a tool made of a value (upper case, hex, a
+        // hash, a piece of it) shows as a difference.
+        let withheld = host
+            .render_withheld(plugin, &manifest.base_dir, again)
+            .map_err(|error| RenderError::Host {
+                manifest: manifest.name.clone(),
+                error,
+            })?
+            .map_err(|error| RenderError::Plugin {
+                manifest: manifest.name.clone(),
+                plugin: plugin.info().name.clone(),
+                error,
+            })?
+            .0;
+        if let Some(object) = derived_from_secrets(&documents, &withheld.manifests) {
+            return Err(RenderError::DerivedFromSecret {
+                manifest: manifest.name.clone(),
+                plugin: plugin.info().name.clone(),
+                object,
+            });
+        }
     }
     Ok(Rendered {
         manifest: manifest.name.clone(),
@@ -371,6 +416,39 @@ pub fn render_one(
             })
             .collect(),
     })
+}
+
+/// The first object outside Secrets of `real` that `withheld` (the same
+/// render without the secrets) does not have just so, as `Kind ns/name`; or
+/// one `withheld` has that `real` lacks.
+fn derived_from_secrets(
+    real: &[RenderedDocument],
+    withheld: &[RenderedDocument],
+) -> Option<String> {
+    fn others(documents: &[RenderedDocument]) -> Vec<(String, Value)> {
+        let mut out: Vec<(String, Value)> = documents
+            .iter()
+            .filter_map(|doc| serde_yaml::from_str::<Value>(&doc.content).ok())
+            .filter(|value| !(value["kind"] == "Secret" && value["apiVersion"] == "v1"))
+            .map(|value| (value.to_string(), value))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+    let (real, withheld) = (others(real), others(withheld));
+    let keys = |list: &[(String, Value)]| list.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    let withheld_keys = keys(&withheld);
+    if let Some((_, value)) = real
+        .iter()
+        .find(|(key, _)| withheld_keys.binary_search(key).is_err())
+    {
+        return Some(describe_object(value));
+    }
+    let real_keys = keys(&real);
+    withheld
+        .iter()
+        .find(|(key, _)| real_keys.binary_search(key).is_err())
+        .map(|(_, value)| describe_object(value))
 }
 
 /// The most objects one render may return.

@@ -322,7 +322,31 @@ impl PluginHost {
         &self,
         plugin: &SourcePlugin,
         manifest_dir: &Path,
+        request: RenderRequest,
+    ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
+        self.render_with(plugin, manifest_dir, request, false)
+    }
+
+    /// Render again with every secret a provider would give the plugin's
+    /// tools withheld: each value stands in as a placeholder of its shape
+    /// (digits stay digits, letters become `x`), and no provider is asked.
+    /// What differs from [`render`](Self::render) outside Secrets carries a
+    /// value derived from a secret.
+    pub fn render_withheld(
+        &self,
+        plugin: &SourcePlugin,
+        manifest_dir: &Path,
+        request: RenderRequest,
+    ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
+        self.render_with(plugin, manifest_dir, request, true)
+    }
+
+    fn render_with(
+        &self,
+        plugin: &SourcePlugin,
+        manifest_dir: &Path,
         mut request: RenderRequest,
+        withhold: bool,
     ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
         request.workdir = MANIFEST_DIR.to_owned();
         request.scratch = SCRATCH_DIR.to_owned();
@@ -361,8 +385,14 @@ impl PluginHost {
             message,
         })?;
         let shown = std::path::absolute(manifest_dir).unwrap_or_else(|_| manifest_dir.to_owned());
+        let named: Vec<String> = crate::config_strings::strings_in(&config)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         self.call(plugin, "render", Some(view.path()), |bindings, store| {
             store.data_mut().network = network;
+            store.data_mut().named = named;
+            store.data_mut().withhold = withhold;
             if let Some(mount) = store
                 .data_mut()
                 .mounts
@@ -497,6 +527,8 @@ impl PluginHost {
             started: Instant::now(),
             budget: self.limits.time,
             tool_secrets: self.tool_secrets.get().cloned(),
+            named: Vec::new(),
+            withhold: false,
             revealed: Revealed::default(),
         };
         let mut store = Store::new(&self.engine, state);
@@ -650,6 +682,12 @@ struct CallState {
     started: Instant,
     budget: Duration,
     tool_secrets: Option<SharedToolSecrets>,
+    /// Every string of the manifest's config: the environment variables a
+    /// tool may be handed are those the user named there.
+    named: Vec<String>,
+    /// Whether secrets for tools are withheld (see
+    /// [`PluginHost::render_withheld`]).
+    withhold: bool,
     /// Secret values handed to tools in this call.
     revealed: Revealed,
 }
@@ -829,11 +867,16 @@ impl CallState {
         // Resolving counts as tool time: a provider may run a tool itself.
         let (plugin, capabilities) = (&self.plugin, &self.capabilities);
         let (secrets, revealed) = (self.tool_secrets.as_deref(), &mut self.revealed);
+        let (named, withhold) = (&self.named, self.withhold);
         self.tools.run(|| {
             tool_secrets::resolve_env(
-                plugin,
-                &command.tool,
-                capabilities,
+                &tool_secrets::Handing {
+                    plugin,
+                    tool: &command.tool,
+                    capabilities,
+                    named,
+                    withhold,
+                },
                 secrets,
                 &mut command.env,
                 revealed,

@@ -136,16 +136,54 @@ impl Revealed {
     }
 }
 
-/// Resolve the references among the values of `env`, for a run of `tool` by
-/// `plugin`. Secret values are added to `revealed`.
+/// Who hands a tool its environment: the plugin, the tool, what the plugin
+/// may do and every string of the manifest's config.
+#[derive(Debug)]
+pub struct Handing<'a> {
+    /// The plugin.
+    pub plugin: &'a str,
+    /// The tool it runs.
+    pub tool: &'a str,
+    /// The plugin's capabilities.
+    pub capabilities: &'a Capabilities,
+    /// Every string of the manifest's config.
+    pub named: &'a [String],
+    /// Whether a provider's secrets are withheld: each stands in as a
+    /// placeholder of its shape (see [`placeholder`]).
+    pub withhold: bool,
+}
+
+/// What stands in for a withheld secret: digits stay digits (`1`), letters
+/// become `x`, the rest stays, so a template that parses it still parses it.
+pub fn placeholder(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| match c {
+            '0'..='9' => '1',
+            c if c.is_alphabetic() => 'x',
+            c => c,
+        })
+        .collect()
+}
+
+/// Resolve the references among the values of `env`, for a run of
+/// `handing.tool` by `handing.plugin`. Secret values are added to `revealed`.
+/// A `ref+env:NAME` resolves only when the manifest's config names `NAME`
+/// (or writes the reference): a tool never gets a variable of Tazuna's own
+/// environment the user did not name, such as a CI token.
 pub fn resolve_env(
-    plugin: &str,
-    tool: &str,
-    capabilities: &Capabilities,
+    handing: &Handing<'_>,
     secrets: Option<&dyn ToolSecrets>,
     env: &mut [(String, String)],
     revealed: &mut Revealed,
 ) -> Result<(), PluginError> {
+    let Handing {
+        plugin,
+        tool,
+        capabilities,
+        named,
+        withhold,
+    } = handing;
     for (key, value) in env.iter_mut() {
         let Some((provider, reference)) = crate::secrets::parse(value) else {
             continue;
@@ -153,6 +191,11 @@ pub fn resolve_env(
         if !capabilities.allows(CAPABILITY) {
             return Err(PluginError::CapabilityDenied(format!(
                 "plugin `{plugin}` passed a secret reference to `{tool}` in `{key}`: capability `{CAPABILITY}` is not granted (effective: {capabilities})"
+            )));
+        }
+        if provider == "env" && !named.iter().any(|n| n == reference || n == value.as_str()) {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{plugin}` passed `ref+env:{reference}` to `{tool}` in `{key}`, but the manifest's config does not name `{reference}`: a tool gets only the environment variables your config names (name it there, as `env: {reference}` of a helmfile var)"
             )));
         }
         let Some(secrets) = secrets else {
@@ -167,6 +210,10 @@ pub fn resolve_env(
                 "`{key}` for `{tool}`: provider `{provider}` gave a value that is not UTF-8 text, which an environment variable cannot hold"
             ))
         })?;
+        if resolved.secret && *withhold {
+            *value = placeholder(&text);
+            continue;
+        }
         if resolved.secret {
             revealed.add(&text);
         }
@@ -213,7 +260,15 @@ mod tests {
             ("C", "plain"),
         ]);
         let mut revealed = Revealed::default();
-        resolve_env("p", "t", &granted, Some(&Fixed), &mut vars, &mut revealed).unwrap();
+        let named = vec!["EMAIL".to_owned()];
+        let handing = |capabilities| Handing {
+            plugin: "p",
+            tool: "t",
+            capabilities,
+            named: &named,
+            withhold: false,
+        };
+        resolve_env(&handing(&granted), Some(&Fixed), &mut vars, &mut revealed).unwrap();
         assert_eq!(
             vars,
             env(&[
@@ -231,23 +286,15 @@ mod tests {
         assert_eq!(revealed.redact("got s3cr3t-token"), "got (redacted)");
 
         let mut vars = env(&[("A", "ref+ops:TOKEN")]);
-        let denied = resolve_env(
-            "p",
-            "t",
-            &Capabilities::none(),
-            Some(&Fixed),
-            &mut vars,
-            &mut revealed,
-        )
-        .unwrap_err();
+        let none = Capabilities::none();
+        let denied =
+            resolve_env(&handing(&none), Some(&Fixed), &mut vars, &mut revealed).unwrap_err();
         assert!(matches!(denied, PluginError::CapabilityDenied(m) if m.contains("`secrets:exec`")));
 
         // Without a resolver (`tazuna build`), the reference stays.
         let mut vars = env(&[("A", "ref+ops:TOKEN")]);
         resolve_env(
-            "p",
-            "t",
-            &granted,
+            &handing(&granted),
             None,
             &mut vars,
             &mut Revealed::default(),
@@ -257,10 +304,34 @@ mod tests {
 
         let mut vars = env(&[("A", "ref+ops:MISSING")]);
         let missing =
-            resolve_env("p", "t", &granted, Some(&Fixed), &mut vars, &mut revealed).unwrap_err();
+            resolve_env(&handing(&granted), Some(&Fixed), &mut vars, &mut revealed).unwrap_err();
         assert!(
             matches!(missing, PluginError::NotFound(m) if m.contains("`A` for `t`: provider `ops` has no `MISSING`"))
         );
+
+        // A variable the config does not name is refused, whatever it holds.
+        let mut vars = env(&[("A", "ref+env:CI_DEPLOY_TOKEN")]);
+        let unnamed =
+            resolve_env(&handing(&granted), Some(&Fixed), &mut vars, &mut revealed).unwrap_err();
+        assert!(
+            matches!(&unnamed, PluginError::CapabilityDenied(m) if m.contains("does not name `CI_DEPLOY_TOKEN`")),
+            "{unnamed:?}"
+        );
+        assert_eq!(vars, env(&[("A", "ref+env:CI_DEPLOY_TOKEN")]));
+
+        // Withheld: a placeholder of the secret's shape, nothing revealed.
+        let mut vars = env(&[("A", "ref+ops:TOKEN"), ("B", "ref+env:EMAIL")]);
+        let mut quiet = Revealed::default();
+        let withheld = Handing {
+            withhold: true,
+            ..handing(&granted)
+        };
+        resolve_env(&withheld, Some(&Fixed), &mut vars, &mut quiet).unwrap();
+        assert_eq!(
+            vars,
+            env(&[("A", "x1xx1x-xxxxx"), ("B", "ops@example.com")])
+        );
+        assert!(quiet.is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! | `{"action": "loop"}`                     | spins forever (the host's time budget must stop it)         |
 //! | `{"action": "alloc"}`                    | allocates 1 MiB chunks without bound (the memory budget must stop it) |
 //! | `{"action": "read", "file": "/etc/passwd"}` or `{"file": "../outside"}` | reads a file; a relative `file` is taken from the manifest directory. Failing is `other(<error>)`; succeeding renders a ConfigMap holding the content, so a test sees the sandbox leak |
-//! | `{"action": "exec", "tool": "helm", "args": ["version"]}` | calls the `exec` import; a denial is returned as is, an output is rendered as a ConfigMap |
+//! | `{"action": "exec", "tool": "helm", "args": ["version"]}` | calls the `exec` import; a denial is returned as is, an output is rendered as a ConfigMap. `"variables": {"NAME": ["ref+env:CI_", "TOKEN"]}` sets the tool's environment, each value joined from its parts (so a test can hand a reference its config never writes whole) |
 //! | `{"action": "env"}`                      | renders a ConfigMap of the environment variables it can see |
 //! | `{"action": "log"}`                      | logs one message at each level, then renders like `ok`      |
 //! | `{"action": "trap"}`                     | panics                                                      |
@@ -25,7 +25,7 @@
 //! gives it nothing. It also requests every `emit:` scope (`emit:namespace:*`,
 //! `emit:namespace:kube-system`, `emit:cluster:*`, `emit:kind:*`), so what it may create
 //! is exactly what a test grants, and `secrets:env:*`, so which environment variables its
-//! Secrets may name is too.
+//! Secrets may name is too, and `secrets:exec`, so a test can hand its tools references.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -71,6 +71,9 @@ struct Config {
     /// Arguments for `exec`.
     #[serde(default)]
     args: Vec<String>,
+    /// The tool's environment for `exec`: each value joined from its parts.
+    #[serde(default)]
+    variables: BTreeMap<String, Vec<String>>,
     /// The objects `emit` renders.
     #[serde(default)]
     objects: Vec<serde_json::Value>,
@@ -105,6 +108,7 @@ impl SourcePlugin for Probe {
             .with_capability("emit:cluster:*")
             .with_capability("emit:kind:*")
             .with_capability("secrets:env:*")
+            .with_capability("secrets:exec")
     }
 
     fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, PluginError> {
@@ -118,7 +122,7 @@ impl SourcePlugin for Probe {
             Action::Loop => spin(),
             Action::Alloc => exhaust_memory(),
             Action::Read => read(config.file.as_deref(), &request.workdir)?,
-            Action::Exec => exec(config.tool.as_deref(), config.args)?,
+            Action::Exec => exec(config.tool.as_deref(), config.args, &config.variables)?,
             Action::Env => std::env::vars().collect(),
             Action::Log => {
                 tazuna_sdk::log::trace("probe: trace");
@@ -220,9 +224,17 @@ fn read(file: Option<&str>, workdir: &str) -> Result<BTreeMap<String, String>, P
     ]))
 }
 
-fn exec(tool: Option<&str>, args: Vec<String>) -> Result<BTreeMap<String, String>, PluginError> {
+fn exec(
+    tool: Option<&str>,
+    args: Vec<String>,
+    variables: &BTreeMap<String, Vec<String>>,
+) -> Result<BTreeMap<String, String>, PluginError> {
     let tool = tool.ok_or_else(|| PluginError::other("`exec` needs a `tool`"))?;
-    let output = Command::new(tool).args(args).run()?;
+    let mut command = Command::new(tool).args(args);
+    for (name, parts) in variables {
+        command = command.env(name.clone(), parts.concat());
+    }
+    let output = command.run()?;
     Ok(BTreeMap::from([
         ("exitCode".to_owned(), output.exit_code.to_string()),
         ("stdout".to_owned(), output.stdout_text().into_owned()),
