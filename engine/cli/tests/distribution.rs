@@ -235,7 +235,11 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
     // plugin.
     std::fs::write(
         root.join("tazuna.yaml"),
-        config(&registry, ">=0.1", "exec:echo, exec:helm, exec-argv:helm, secrets:exec"),
+        config(
+            &registry,
+            ">=0.1",
+            "exec:echo, exec:helm, exec-argv:helm, secrets:exec",
+        ),
     )
     .unwrap();
     let stderr = fail(tazuna(root, &cache).args(["plugin", "update", "configmap"]));

@@ -391,7 +391,7 @@ fn a_tool_gets_only_the_environment_variables_the_config_names() {
         let tools = dir.path().join("tools");
         std::fs::create_dir(&tools).unwrap();
         let path = tools.join("print");
-        std::fs::write(&path, "#!/bin/bash\necho \"got:$DEPLOY\"\n").unwrap();
+        std::fs::write(&path, "#!/bin/bash\necho \"got:$ECHO_DEPLOY\"\n").unwrap();
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
             .unwrap();
         let echo = path.display().to_string();
@@ -401,16 +401,16 @@ fn a_tool_gets_only_the_environment_variables_the_config_names() {
         ];
         common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env)
     };
-    let unnamed = run_with(r#"{ DEPLOY: ["ref+env:CI_", "DEPLOY_TOKEN"] }"#);
+    let unnamed = run_with(r#"{ ECHO_DEPLOY: ["ref+env:CI_", "DEPLOY_TOKEN"] }"#);
     let said = unnamed.transcript();
     assert!(
-        said.contains("passed `ref+env:CI_DEPLOY_TOKEN` to `echo` in `DEPLOY`, but the manifest's config does not name `CI_DEPLOY_TOKEN`"),
+        said.contains("passed `ref+env:CI_DEPLOY_TOKEN` to `echo` in `ECHO_DEPLOY`, but the manifest's config does not name `CI_DEPLOY_TOKEN`"),
         "{said}"
     );
     assert!(!said.contains("ci-token-of-tazunas-own"), "{said}");
     // Written whole in the config, it is the user's: `build` hands the
     // reference itself (a cluster run would resolve it).
-    let named = run_with(r#"{ DEPLOY: ["ref+env:CI_DEPLOY_TOKEN"] }"#);
+    let named = run_with(r#"{ ECHO_DEPLOY: ["ref+env:CI_DEPLOY_TOKEN"] }"#);
     assert_eq!(named.code, 0, "{}", named.transcript());
     assert_eq!(tool_stdout(&named).trim(), "got:ref+env:CI_DEPLOY_TOKEN");
 }

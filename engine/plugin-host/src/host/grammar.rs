@@ -279,43 +279,24 @@ const HELMFILE: Grammar = Grammar {
 
 const GRAMMARS: &[Grammar] = &[HELM, KUSTOMIZE, HELMFILE];
 
-/// Environment variables a plugin may set for a tool whose grammar the host
-/// does not know. What a variable does is the tool's business; these are the
-/// ones that make any program load code or configuration from elsewhere,
-/// reach another host, or find other programs.
-const LOADER_ENV: &[&str] = &[
-    "LD_",
-    "GIT_",
-    "HELM_",
-    "KUSTOMIZE_",
-    "HELMFILE_",
-    "KUBECONFIG",
-    "HOME",
-    "XDG_",
-    "PATH",
-    "SSH_",
-    "DOCKER_",
-    "BASH_ENV",
-    "ENV",
-    "PYTHON",
-    "NODE_OPTIONS",
-    "PERL5",
-    "RUBY",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "NO_PROXY",
-    "no_proxy",
-    "TMPDIR",
-];
+/// Whether a plugin may set `key` for a tool whose grammar the host does
+/// not know: the tool's own variables (`JSONNET_PATH` for `jsonnet`, named
+/// after the tool) and `TAZUNA_*`, nothing else. The loader's (`LD_*`) are
+/// never a tool's own, whatever it is called. Everything that makes a program
+/// load code or configuration from elsewhere, reach another host or find
+/// other programs (`PATH`, `HOME`, proxies, `PYTHONPATH` for a tool that is
+/// not python) is refused by not being named.
+fn own_variable(tool: &str, key: &str) -> bool {
+    let own = format!("{}_", tool.to_ascii_uppercase().replace(['-', '.'], "_"));
+    !key.starts_with("LD_") && (key.starts_with("TAZUNA_") || key.starts_with(&own))
+}
 
 /// What is wrong with asking `tool` for `args` with `env`, if anything.
 pub fn refused(tool: &str, args: &[String], env: &[(String, String)]) -> Option<String> {
     let grammar = GRAMMARS.iter().find(|grammar| grammar.tool == tool);
     let allowed_env = |key: &str| match grammar {
         Some(grammar) => grammar.env.iter().any(|prefix| key.starts_with(prefix)),
-        None => !LOADER_ENV.iter().any(|bad| key.starts_with(bad)),
+        None => own_variable(tool, key),
     };
     if let Some((key, _)) = env.iter().find(|(key, _)| !allowed_env(key)) {
         return Some(format!(
@@ -637,7 +618,30 @@ mod tests {
         assert!(env("kustomize", "GIT_SSH_COMMAND").is_some());
         assert!(env("helm", "HELM_PLUGINS").is_some());
         assert_eq!(env("helmfile", "TAZUNA_VAR_0"), None);
-        assert!(env("echo", "LD_PRELOAD").is_some());
-        assert_eq!(env("echo", "GREETING"), None);
+        // A tool the host has no grammar for: its own variables and
+        // `TAZUNA_*`, nothing else, in any spelling of a loader's variable.
+        assert_eq!(env("echo", "ECHO_GREETING"), None);
+        assert_eq!(env("jsonnet", "JSONNET_PATH"), None);
+        assert_eq!(env("my-tool", "MY_TOOL_MODE"), None);
+        assert_eq!(env("echo", "TAZUNA_GREETING"), None);
+        for key in [
+            "GREETING",
+            "LD_PRELOAD",
+            "LD_AUDIT",
+            "PYTHONPATH",
+            "PERL5OPT",
+            "NODE_OPTIONS",
+            "BASH_ENV",
+            "ENV",
+            "PATH",
+            "HOME",
+            "https_proxy",
+            "GCONV_PATH",
+            "LOCPATH",
+            "MALLOC_CONF",
+        ] {
+            assert!(env("echo", key).is_some(), "{key}");
+        }
+        assert!(env("ld", "LD_PRELOAD").is_some(), "a tool named ld still");
     }
 }
