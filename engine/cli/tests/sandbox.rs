@@ -169,7 +169,8 @@ fn a_plugin_cannot_climb_out_of_the_manifest_directory() {
 /// A zero-grant plugin that reads all it can find under `/manifest` (its
 /// `path` is `apps`) takes only that: not the repository's `.git`, not the
 /// envfile provider's file, not another manifest's files, not the lock,
-/// neither through a link nor by a dotfile in its own directory.
+/// neither through a symbolic or hard link nor by a dotfile in its own
+/// directory.
 #[test]
 fn a_plugin_sees_only_its_input_never_the_repository() {
     let dir = project(
@@ -213,6 +214,13 @@ spec:
     std::os::unix::fs::symlink("../secrets/ops.env", root.join("apps/env.yaml")).unwrap();
     std::os::unix::fs::symlink("../.git/config", root.join("apps/git.yaml")).unwrap();
     std::os::unix::fs::symlink("../other/team.yaml", root.join("apps/team.yaml")).unwrap();
+    // Hard links too: a name in its directory, the content of another file.
+    std::fs::hard_link(
+        root.join("secrets/ops.env"),
+        root.join("apps/hard-env.yaml"),
+    )
+    .unwrap();
+    std::fs::hard_link(root.join(".git/config"), root.join("apps/hard-git.yaml")).unwrap();
     let run = tazuna(root, &["build", "-o", "json"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
     let list: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
@@ -481,15 +489,43 @@ fn a_granted_tool_holds_no_privilege() {
     std::fs::write(outside.path().join("secret"), "the user's").unwrap();
     let socket = std::os::unix::net::UnixListener::bind(outside.path().join("socket")).unwrap();
     socket.set_nonblocking(true).unwrap();
-    let probe = std::fs::read_to_string(common::root().join("tests/data/probes/hostile-tool.py"))
-        .unwrap()
-        .replace("{outside}", &outside.path().display().to_string());
-    let (dir, env) = jailed_tool(&probe, "[]");
+    let probe = |chosen: &str| {
+        std::fs::read_to_string(common::root().join("tests/data/probes/hostile-tool.py"))
+            .unwrap()
+            .replace("{outside}", &outside.path().display().to_string())
+            .replace("{chosen}", chosen)
+    };
+    // Every vector but the two that fill memory (scratch is a tmpfs, so
+    // what a tool writes there is its memory too): none works.
+    let (dir, env) = jailed_tool(&probe("-held-1.6-GiB,scratch-1.5-GiB"), "[]");
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let run = common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env);
     assert_eq!(run.code, 0, "{}", run.transcript());
     assert_eq!(tool_stdout(&run).trim(), "worked:", "{}", run.transcript());
     assert!(socket.accept().is_err(), "the tool reached a host socket");
+    // 1.6 GiB in two processes, or 1.5 GiB written to scratch: the kernel
+    // stops a process, and the run fails though the tool carries on. (A
+    // memory cgroup needs root here.)
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    if uid != 0 {
+        assert!(
+            std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
+            "a memory cgroup needs root on this machine"
+        );
+        return;
+    }
+    for vector in ["held-1.6-GiB", "scratch-1.5-GiB"] {
+        let (dir, env) = jailed_tool(&probe(vector), "[]");
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let run = common::tazuna_with_env(dir.path(), &["build", "-o", "json"], &env);
+        assert_eq!(run.code, 1, "{vector}: {}", run.transcript());
+        assert!(
+            run.stderr
+                .contains("`echo` and what it started held more than 1024 MiB of memory"),
+            "{vector}: {}",
+            run.transcript()
+        );
+    }
 }
 
 #[test]

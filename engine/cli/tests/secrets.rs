@@ -359,6 +359,7 @@ spec:
         "{{ .Values.token | upper | quote }}",
         "{{ .Values.token | sha256sum | quote }}",
         "{{ .Values.token | trunc 9 | b32enc | quote }}",
+        "{{ .Values.token | len | quote }}",
     ] {
         token_chart(root, Some(leak));
         let planned = run(&["plan"]);
@@ -370,6 +371,39 @@ spec:
         );
         assert!(!said.contains(&TOKEN_VALUE.to_uppercase()), "{said}");
     }
+
+    // A Secret's name, labels, annotations and type are shown by `plan` and
+    // kept in state: not a place for the value either, in any spelling.
+    token_chart(root, None);
+    for (metadata, said_of) in [
+        (
+            "  annotations:\n    leak: {{ .Values.token | quote }}\n",
+            "holds a value that a secret provider gave its tools",
+        ),
+        (
+            "  labels:\n    leak: {{ .Values.token | upper | replace \"-\" \"\" | quote }}\n",
+            "comes out otherwise when the secrets its tools got are withheld",
+        ),
+    ] {
+        write(
+            root,
+            "helmfile/chart/templates/extra.yaml",
+            &format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: acme-annotated\n{metadata}stringData:\n  token: fine-here\n"
+            ),
+        );
+        let planned = run(&["plan"]);
+        let said = text(&planned);
+        assert_eq!(planned.status.code(), Some(1), "{metadata}: {said}");
+        assert!(
+            said.contains(&format!(
+                "Secret default/acme-annotated, rendered by plugin `helmfile`, {said_of}"
+            )),
+            "{metadata}: {said}"
+        );
+        assert!(!said.contains(TOKEN_VALUE), "{said}");
+    }
+    std::fs::remove_file(root.join("helmfile/chart/templates/extra.yaml")).unwrap();
 
     // An unset variable is named.
     token_chart(root, None);

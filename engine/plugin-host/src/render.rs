@@ -74,10 +74,11 @@ pub enum RenderError {
         /// (never a value).
         message: String,
     },
-    /// A value a secret provider gave the plugin's tools came back in an
-    /// object that is not a Secret.
+    /// A value a secret provider gave the plugin's tools came back outside a
+    /// Secret's values (another object, or a Secret's name, labels,
+    /// annotations or type).
     #[error(
-        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, holds a value that a secret provider gave its tools; such values may only land in Secrets"
+        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, holds a value that a secret provider gave its tools; such values may only land in a Secret's `data` or `stringData`"
     )]
     SecretOutsideSecret {
         /// Manifest name.
@@ -90,7 +91,7 @@ pub enum RenderError {
     /// An object that is not a Secret comes out otherwise when the secrets
     /// the plugin's tools got are withheld: it carries something made of them.
     #[error(
-        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, comes out otherwise when the secrets its tools got are withheld: it carries something made of a secret (a piece, a hash, another spelling); such values may only land in Secrets"
+        "manifest `{manifest}`: {object}, rendered by plugin `{plugin}`, comes out otherwise when the secrets its tools got are withheld: it carries something made of a secret (a piece, a hash, its length, another spelling); such values may only land in a Secret's `data` or `stringData`"
     )]
     DerivedFromSecret {
         /// Manifest name.
@@ -363,10 +364,12 @@ pub fn render_one(
         output.manifests.clone()
     };
     for doc in output.manifests {
-        let traced = !revealed.is_empty() && revealed.found_in(&doc.content);
         let object = parse_document(plugin, &manifest.name, doc.content, doc.origin)?;
-        let secret = object.value["kind"] == "Secret" && object.value["apiVersion"] == "v1";
-        if traced && !secret {
+        // A value may be only where a Secret keeps values: not in its name,
+        // labels, annotations or type, which plans and state show.
+        let traced = !revealed.is_empty()
+            && revealed.found_in(&outside_secret_values(&object.value).to_string());
+        if traced {
             return Err(RenderError::SecretOutsideSecret {
                 manifest: manifest.name.clone(),
                 plugin: plugin.info().name.clone(),
@@ -418,9 +421,9 @@ pub fn render_one(
     })
 }
 
-/// The first object outside Secrets of `real` that `withheld` (the same
-/// render without the secrets) does not have just so, as `Kind ns/name`; or
-/// one `withheld` has that `real` lacks.
+/// The first object of `real` that `withheld` (the same render without the
+/// secrets) does not have just so, outside a Secret's values, as `Kind
+/// ns/name`; or one `withheld` has that `real` lacks.
 fn derived_from_secrets(
     real: &[RenderedDocument],
     withheld: &[RenderedDocument],
@@ -429,7 +432,7 @@ fn derived_from_secrets(
         let mut out: Vec<(String, Value)> = documents
             .iter()
             .filter_map(|doc| serde_yaml::from_str::<Value>(&doc.content).ok())
-            .filter(|value| !(value["kind"] == "Secret" && value["apiVersion"] == "v1"))
+            .map(|value| outside_secret_values(&value))
             .map(|value| (value.to_string(), value))
             .collect();
         out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -449,6 +452,20 @@ fn derived_from_secrets(
         .iter()
         .find(|(key, _)| real_keys.binary_search(key).is_err())
         .map(|(_, value)| describe_object(value))
+}
+
+/// `value` without the values of a v1 Secret (`data`, `stringData`): the
+/// only place a secret may be.
+fn outside_secret_values(value: &Value) -> Value {
+    let mut value = value.clone();
+    if value["kind"] == "Secret"
+        && value["apiVersion"] == "v1"
+        && let Some(object) = value.as_object_mut()
+    {
+        object.remove("data");
+        object.remove("stringData");
+    }
+    value
 }
 
 /// The most objects one render may return.

@@ -10,7 +10,18 @@ outside = sys.argv[1] if len(sys.argv) > 1 else "{outside}"
 scratch = sys.argv[2] if len(sys.argv) > 2 else os.getcwd()
 libc = ctypes.CDLL(None, use_errno=True)
 worked = []
+# Which vectors to try: all, or (third argument, or filled in by the test)
+# only those named, or all but those named after a `-` (`-held-1.6-GiB`).
+chosen = sys.argv[3] if len(sys.argv) > 3 else "{chosen}"
+def wanted(name):
+    if not chosen or chosen == "{" + "chosen}":
+        return True
+    if chosen.startswith("-"):
+        return name not in chosen[1:].split(",")
+    return name in chosen.split(",")
 def attempt(name, act):
+    if not wanted(name):
+        return
     try:
         if act() is not False:
             worked.append(name)

@@ -240,40 +240,60 @@ async fn pull(
         message,
     };
     let registry = source.client();
-    // A component is one layer of at most this size (checked again below).
-    registry.allow(super::metered::COMPONENT);
-    let image = registry
-        .pull(reference, &auth_for(&source.registry))
+    let auth = auth_for(&source.registry);
+    // The manifest first, on the allowance for manifests alone; then the one
+    // layer, once its declared size is checked, on that size.
+    let (manifest, manifest_digest) = registry
+        .oci()
+        .pull_image_manifest(reference, &auth)
         .await
         .map_err(|error| {
-            let missing = error
-                .downcast_ref::<oci_client::errors::OciDistributionError>()
-                .is_some_and(is_not_found);
-            if missing {
+            if is_not_found(&error) {
                 failed("the registry has no such tag or digest".to_owned())
             } else {
                 failed(registry.explain(format!("{error:#}")))
             }
         })?;
-    let manifest_digest = image
-        .digest
-        .clone()
-        .ok_or_else(|| failed("the registry sent no manifest digest".to_owned()))?;
-    let layer = image
-        .layers
-        .into_iter()
-        .next()
-        .ok_or_else(|| failed("the artifact has no layer".to_owned()))?;
-    let bytes = layer.data.to_vec();
-    let component_digest = sha256(&bytes);
-    if let Some(manifest) = &image.manifest
-        && let Some(declared) = manifest.layers.first()
-        && declared.digest != component_digest
+    let [layer] = manifest.layers.as_slice() else {
+        return Err(failed(format!(
+            "a Wasm component is one layer, and this artifact has {}",
+            manifest.layers.len()
+        )));
+    };
+    if layer.media_type != oci_wasm::WASM_LAYER_MEDIA_TYPE
+        || manifest.config.media_type != oci_wasm::WASM_MANIFEST_CONFIG_MEDIA_TYPE
     {
+        return Err(failed(format!(
+            "not a Wasm component: its layer is `{}` and its config `{}` (a plugin is `{}` with config `{}`)",
+            layer.media_type,
+            manifest.config.media_type,
+            oci_wasm::WASM_LAYER_MEDIA_TYPE,
+            oci_wasm::WASM_MANIFEST_CONFIG_MEDIA_TYPE
+        )));
+    }
+    let size = u64::try_from(layer.size)
+        .ok()
+        .filter(|size| *size <= super::metered::COMPONENT)
+        .ok_or_else(|| {
+            failed(format!(
+                "its component declares {} bytes, more than the {} MiB a plugin may be",
+                layer.size,
+                super::metered::COMPONENT >> 20
+            ))
+        })?;
+    registry.allow(size);
+    let mut bytes = Vec::new();
+    registry
+        .oci()
+        .pull_blob(reference, layer, &mut bytes)
+        .await
+        .map_err(|error| failed(registry.explain(format!("{error:#}"))))?;
+    let component_digest = sha256(&bytes);
+    if layer.digest != component_digest {
         return Err(DistributionError::DigestMismatch {
             name: name.to_owned(),
             expected_from: "the OCI manifest",
-            expected: declared.digest.clone(),
+            expected: layer.digest.clone(),
             actual_from: "the layer received",
             actual: component_digest,
         });

@@ -27,6 +27,12 @@ pub const BODIES: u64 = 8 << 20;
 /// The largest plugin component Tazuna pulls.
 pub const COMPONENT: u64 = 128 << 20;
 
+/// How long one client may take in all, however slowly the registry sends.
+pub const TIME: Duration = Duration::from_secs(300);
+
+/// How long a connection may carry nothing before it is closed.
+const SILENCE: Duration = Duration::from_secs(60);
+
 /// A registry client whose every connection goes through a meter. Derefs to
 /// the oci-wasm client; dropping it stops the proxy.
 pub struct Registry {
@@ -44,12 +50,14 @@ impl std::fmt::Debug for Registry {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Meter {
     allowed: AtomicU64,
     received: AtomicU64,
     over: AtomicBool,
+    late: AtomicBool,
     stop: AtomicBool,
+    until: std::time::Instant,
 }
 
 impl Registry {
@@ -57,7 +65,11 @@ impl Registry {
     pub(super) fn new(protocol: ClientProtocol) -> Self {
         let meter = Arc::new(Meter {
             allowed: AtomicU64::new(BODIES),
-            ..Meter::default()
+            received: AtomicU64::new(0),
+            over: AtomicBool::new(false),
+            late: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            until: std::time::Instant::now() + TIME,
         });
         let (proxy, port) = match TcpListener::bind(("127.0.0.1", 0)) {
             Ok(listener) => {
@@ -102,7 +114,12 @@ impl Registry {
 
     /// `error`, or what it means when the meter cut the registry off.
     pub fn explain(&self, error: impl std::fmt::Display) -> String {
-        if self.over() {
+        if self.meter.late.load(Ordering::Relaxed) {
+            format!(
+                "the registry did not finish within {} s; refused",
+                TIME.as_secs()
+            )
+        } else if self.over() {
             format!(
                 "the registry sent more than the {} MiB Tazuna reads for this (manifests, tag lists and token answers take at most {} MiB; a layer at most the size its manifest declares); refused",
                 self.meter.allowed.load(Ordering::Relaxed) >> 20,
@@ -226,8 +243,19 @@ fn relay(mut inbound: TcpStream, meter: &Meter) {
 fn metered_copy(mut from: &TcpStream, mut to: &TcpStream, meter: &Meter) {
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
+        let left = meter
+            .until
+            .saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            meter.late.store(true, Ordering::Relaxed);
+            return;
+        }
+        let _ = from.set_read_timeout(Some(left.min(SILENCE)));
         let n = match from.read(&mut buffer) {
-            Ok(0) | Err(_) => return,
+            Ok(0) => return,
+            // Silent for long (or idle in the client's pool): closed; the
+            // client opens another if it still needs one.
+            Err(_) => return,
             Ok(n) => n,
         };
         let received = meter.received.fetch_add(n as u64, Ordering::Relaxed) + n as u64;

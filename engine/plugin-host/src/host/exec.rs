@@ -308,12 +308,13 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
             )));
         }
     }
-    if !status.success()
-        && let Some(memory) = &jailed.memory
+    // A process the kernel stopped for memory fails the run, even when the
+    // tool carried on without it: what it would have rendered is missing.
+    if let Some(memory) = &jailed.memory
         && memory.went_over()
     {
         return Err(PluginError::Other(format!(
-            "`{tool}` and what it started held more than {} MiB of memory, the most a tool run may hold, and the kernel stopped it; split the manifest so each render is smaller",
+            "`{tool}` and what it started held more than {} MiB of memory, the most a tool run may hold, and the kernel stopped a process of it; split the manifest so each render is smaller",
             jail::TOOL_RESIDENT >> 20
         )));
     }

@@ -18,10 +18,11 @@
 //! Never in it, whatever names them: any path with a component that starts
 //! with `.` (`.git`, `.env`, `.ssh`), a file called `tazuna.lock`, and the
 //! files the secret providers read ([`Protected`]: an envfile's file, a SOPS
-//! file). Nothing outside the declaring file's directory is ever in it. Files
-//! are hard links (or copies, across file systems) of the repository's, so
-//! building a view costs a link per file; it is read-only to the plugin (a
-//! read-only preopen) and to its tools (a read-only mount, or Landlock).
+//! file), nor a file with other names (a hard link: one of its names may be
+//! any of those). Nothing outside the declaring file's directory is ever in
+//! it. Files are copies of the repository's; the view is read-only to the
+//! plugin (a read-only preopen) and to its tools (a read-only mount, or
+//! Landlock).
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -348,22 +349,28 @@ impl Builder<'_> {
         if !meta.is_file() {
             return Ok(());
         }
-        // Never written through: the target is new, or it is left alone (a
-        // copy onto a hard link would truncate the repository's file).
-        match std::fs::hard_link(&source, &target) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-            Err(_) => {
-                let mut from = std::fs::File::open(&source).map_err(cannot)?;
-                let mut to = match std::fs::File::create_new(&target) {
-                    Ok(to) => to,
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
-                    Err(e) => return Err(cannot(e)),
-                };
-                std::io::copy(&mut from, &mut to).map_err(cannot)?;
-                Ok(())
-            }
+        // A file with other names (a hard link) may be a file no plugin may
+        // read under another name (`.git/config`, a provider's file, one
+        // outside the directory): its names cannot all be checked, so it is
+        // not in the view.
+        #[cfg(unix)]
+        if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 {
+            tracing::warn!(
+                "`{}` is left out of the manifest's input: it is a hard link (a file with other names, which may be files no plugin may read); copy it instead",
+                relative.display()
+            );
+            return Ok(());
         }
+        // A copy, new: never written through, and the repository's files
+        // keep their link counts.
+        let mut from = std::fs::File::open(&source).map_err(cannot)?;
+        let mut to = match std::fs::File::create_new(&target) {
+            Ok(to) => to,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+            Err(e) => return Err(view_error(e)),
+        };
+        std::io::copy(&mut from, &mut to).map_err(cannot)?;
+        Ok(())
     }
 }
 
@@ -517,6 +524,35 @@ mod tests {
             );
         }
         assert!(listed.iter().any(|f| f == "apps/app.yaml"), "{listed:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_hard_link_is_never_in_a_view_whatever_its_other_name() {
+        let repo = repository();
+        let outside = tempfile::tempdir().unwrap();
+        write(outside.path(), "secret", "the user's");
+        for (from, to) in [
+            (repo.path().join("secrets/ops.env"), "apps/env.yaml"),
+            (repo.path().join(".git/config"), "apps/git.yaml"),
+            (repo.path().join("tazuna.lock"), "apps/lock.yaml"),
+            (outside.path().join("secret"), "apps/out.yaml"),
+        ] {
+            std::fs::hard_link(from, repo.path().join(to)).unwrap();
+        }
+        let protected = Protected::new([repo.path().join("secrets/ops.env")]);
+        let view = view(
+            repo.path(),
+            Some("apps"),
+            &serde_json::json!({}),
+            true,
+            &protected,
+        )
+        .unwrap();
+        assert_eq!(listing(&view), ["apps/app.yaml"]);
+        // Its files are copies: the repository's keep one name each.
+        let meta = std::fs::metadata(repo.path().join("apps/app.yaml")).unwrap();
+        assert_eq!(std::os::unix::fs::MetadataExt::nlink(&meta), 1);
     }
 
     #[cfg(unix)]

@@ -328,8 +328,8 @@ impl PluginHost {
     }
 
     /// Render again with every secret a provider would give the plugin's
-    /// tools withheld: each value stands in as a placeholder of its shape
-    /// (digits stay digits, letters become `x`), and no provider is asked.
+    /// tools withheld: each stands in as one fixed text, and no provider is
+    /// asked (see [`tool_secrets::PLACEHOLDER`]).
     /// What differs from [`render`](Self::render) outside Secrets carries a
     /// value derived from a secret.
     pub fn render_withheld(

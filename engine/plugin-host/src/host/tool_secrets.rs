@@ -148,23 +148,15 @@ pub struct Handing<'a> {
     pub capabilities: &'a Capabilities,
     /// Every string of the manifest's config.
     pub named: &'a [String],
-    /// Whether a provider's secrets are withheld: each stands in as a
-    /// placeholder of its shape (see [`placeholder`]).
+    /// Whether a provider's secrets are withheld: each stands in as
+    /// [`PLACEHOLDER`].
     pub withhold: bool,
 }
 
-/// What stands in for a withheld secret: digits stay digits (`1`), letters
-/// become `x`, the rest stays, so a template that parses it still parses it.
-pub fn placeholder(value: &str) -> String {
-    value
-        .chars()
-        .map(|c| match c {
-            '0'..='9' => '1',
-            c if c.is_alphabetic() => 'x',
-            c => c,
-        })
-        .collect()
-}
+/// What stands in for a withheld secret: one fixed text, nothing of the
+/// value (not its length, not its characters), so whatever a tool makes of
+/// the value differs from what it makes of this.
+pub const PLACEHOLDER: &str = "tazuna-withheld-secret";
 
 /// Resolve the references among the values of `env`, for a run of
 /// `handing.tool` by `handing.plugin`. Secret values are added to `revealed`.
@@ -202,6 +194,12 @@ pub fn resolve_env(
             // `tazuna build`: the tool sees the reference itself.
             continue;
         };
+        // Withheld, a provider's secret is not asked for at all; the
+        // environment's values are configuration and are given as ever.
+        if *withhold && provider != "env" {
+            *value = PLACEHOLDER.to_owned();
+            continue;
+        }
         let resolved = secrets
             .resolve(provider, reference)
             .map_err(|message| PluginError::NotFound(format!("`{key}` for `{tool}`: {message}")))?;
@@ -210,10 +208,6 @@ pub fn resolve_env(
                 "`{key}` for `{tool}`: provider `{provider}` gave a value that is not UTF-8 text, which an environment variable cannot hold"
             ))
         })?;
-        if resolved.secret && *withhold {
-            *value = placeholder(&text);
-            continue;
-        }
         if resolved.secret {
             revealed.add(&text);
         }
@@ -327,10 +321,7 @@ mod tests {
             ..handing(&granted)
         };
         resolve_env(&withheld, Some(&Fixed), &mut vars, &mut quiet).unwrap();
-        assert_eq!(
-            vars,
-            env(&[("A", "x1xx1x-xxxxx"), ("B", "ops@example.com")])
-        );
+        assert_eq!(vars, env(&[("A", PLACEHOLDER), ("B", "ops@example.com")]));
         assert!(quiet.is_empty());
     }
 
