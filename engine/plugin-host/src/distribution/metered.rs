@@ -61,15 +61,21 @@ struct Meter {
 }
 
 impl Registry {
-    /// A client speaking `protocol`, metered from the start at [`BODIES`].
+    /// A client speaking `protocol`, metered from the start at [`BODIES`],
+    /// for at most [`TIME`].
     pub(super) fn new(protocol: ClientProtocol) -> Self {
+        Self::lasting(protocol, TIME)
+    }
+
+    /// A client that ends after `time` in all.
+    fn lasting(protocol: ClientProtocol, time: Duration) -> Self {
         let meter = Arc::new(Meter {
             allowed: AtomicU64::new(BODIES),
             received: AtomicU64::new(0),
             over: AtomicBool::new(false),
             late: AtomicBool::new(false),
             stop: AtomicBool::new(false),
-            until: std::time::Instant::now() + TIME,
+            until: std::time::Instant::now() + time,
         });
         let (proxy, port) = match TcpListener::bind(("127.0.0.1", 0)) {
             Ok(listener) => {
@@ -253,9 +259,15 @@ fn metered_copy(mut from: &TcpStream, mut to: &TcpStream, meter: &Meter) {
         let _ = from.set_read_timeout(Some(left.min(SILENCE)));
         let n = match from.read(&mut buffer) {
             Ok(0) => return,
-            // Silent for long (or idle in the client's pool): closed; the
-            // client opens another if it still needs one.
-            Err(_) => return,
+            // Past the client's time, or silent for long (or idle in the
+            // client's pool): closed; the client opens another if it still
+            // needs one and has time left.
+            Err(_) => {
+                if std::time::Instant::now() >= meter.until {
+                    meter.late.store(true, Ordering::Relaxed);
+                }
+                return;
+            }
             Ok(n) => n,
         };
         let received = meter.received.fetch_add(n as u64, Ordering::Relaxed) + n as u64;
@@ -369,6 +381,60 @@ mod tests {
             .await
             .unwrap_err();
         assert!(registry.over(), "{error}");
+    }
+
+    /// A registry that sends a manifest one byte a second.
+    fn trickling_registry() -> String {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                std::thread::spawn(move || {
+                    let mut head = [0u8; 4096];
+                    let _ = stream.read(&mut head);
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\nContent-Length: 1000000\r\n\r\n",
+                    );
+                    while stream.write_all(b" ").is_ok() {
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                });
+            }
+        });
+        address
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_registry_that_sends_slowly_is_cut_off_at_the_clients_time() {
+        let address = trickling_registry();
+        let registry = Registry::lasting(
+            ClientProtocol::HttpsExcept(vec![address.clone()]),
+            Duration::from_secs(2),
+        );
+        let reference: oci_client::Reference = format!("{address}/plugins/p:1").parse().unwrap();
+        let started = std::time::Instant::now();
+        let error = registry
+            .oci()
+            .pull_manifest_raw(
+                &reference,
+                &oci_client::secrets::RegistryAuth::Anonymous,
+                &["application/vnd.oci.image.manifest.v1+json"],
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            registry
+                .explain(&error)
+                .contains("the registry did not finish within"),
+            "{}",
+            registry.explain(&error)
+        );
     }
 
     #[test]

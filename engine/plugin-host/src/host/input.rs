@@ -13,7 +13,8 @@
 //!   grant), what those files name in turn, relative to the file that names
 //!   it: a kustomization's `../../base`, a helmfile's `chart: ../charts/app`,
 //!   a chart's `file://../common`. Names are tokens of the file's text, so a
-//!   template names files as plainly as YAML does.
+//!   template names files as plainly as YAML does; a directory the naming
+//!   file is in (`../` from a helmfile at the top) is never added this way.
 //!
 //! Never in it, whatever names them: any path with a component that starts
 //! with `.` (`.git`, `.env`, `.ssh`), a file called `tazuna.lock`, and the
@@ -259,7 +260,11 @@ impl Builder<'_> {
                 let text = String::from_utf8_lossy(&text);
                 let dir = full.parent().unwrap_or(self.base).to_path_buf();
                 for token in tokens(&text) {
+                    // A file may name its siblings and what lies beside its
+                    // directory, never a directory it is in: `readDir "../"`
+                    // would be the whole repository.
                     if let Some(named) = relative_to_base(self.base, &dir, token)
+                        && !dir.starts_with(&named)
                         && self.add(&named)
                         && let Ok(canonical) = std::fs::canonicalize(&named)
                         && let Ok(rel) = canonical.strip_prefix(self.base)
@@ -486,6 +491,21 @@ mod tests {
                 "overlays/prod/kustomization.yaml"
             ]
         );
+        // A file that names a directory it is in brings nothing more.
+        write(
+            repo.path(),
+            "hf/helmfile.yaml.gotmpl",
+            "{{ readDir \"../\" }} {{ readDir \"./\" }}\n",
+        );
+        let widened = super::view(
+            repo.path(),
+            Some("hf"),
+            &serde_json::json!({}),
+            true,
+            &protected,
+        )
+        .unwrap();
+        assert_eq!(listing(&widened), ["hf/helmfile.yaml.gotmpl"]);
         // Without the capability, the overlay alone.
         let alone = super::view(
             repo.path(),
