@@ -69,12 +69,18 @@ impl SourcePlugin for Helm {
                 )));
             }
         }
-        // A repository chart is pulled first, so its archive's digest pins it.
+        // A remote chart is pulled first: the pull signs in, the render
+        // does not (and a repository chart's archive digest pins it).
         let pulled = match &chart {
-            config::Chart::Repository { repo, name } => {
-                Some(pull::pull(repo, name, &config, request)?)
+            config::Chart::Repository { repo, name } => Some(pull::pull(
+                pull::Remote::Repository { repo, name },
+                &config,
+                request,
+            )?),
+            config::Chart::Oci(reference) => {
+                Some(pull::pull(pull::Remote::Oci(reference), &config, request)?)
             }
-            _ => None,
+            config::Chart::Local { .. } => None,
         };
         let rendered_chart = match &pulled {
             Some(pulled) => config::Chart::Local {
@@ -145,8 +151,15 @@ impl SourcePlugin for Helm {
                 &run.stderr_text(),
                 false,
             ));
-        let mut pin = output::resolved(&chart, &config, &run.stderr_text());
-        if let (Some(pin), Some(pulled)) = (pin.as_mut(), &pulled) {
+        // An OCI chart is pinned by the manifest digest its pull reports, a
+        // repository chart by its archive's digest.
+        let said = pulled
+            .as_ref()
+            .map_or_else(|| run.stderr_text().into_owned(), |p| p.said.clone());
+        let mut pin = output::resolved(&chart, &config, &said);
+        if let (Some(pin), Some(pulled)) = (pin.as_mut(), &pulled)
+            && matches!(chart, config::Chart::Repository { .. })
+        {
             pin.version = pulled.version.clone().or(pin.version.take());
             pin.digest = Some(pulled.digest.clone());
         }

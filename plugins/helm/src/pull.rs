@@ -1,6 +1,9 @@
-//! A repository chart fetched before it is rendered (`helm pull`), so that
-//! its archive's digest pins it in `tazuna.lock`, as an OCI chart's is: a
-//! chart republished under the same version is noticed, not rendered.
+//! A remote chart fetched before it is rendered (`helm pull`). The pull is
+//! the run that signs in; the render that follows gets no login, so nothing
+//! a chart contains meets a credential. A repository chart's archive digest
+//! pins it in `tazuna.lock`, as an OCI chart's manifest digest (which the
+//! pull reports) does: a chart republished under the same version is
+//! noticed, not rendered.
 
 use sha2::{Digest, Sha256};
 use tazuna_sdk::exec::Command;
@@ -11,6 +14,8 @@ use crate::config::Config;
 /// A chart archive `helm pull` wrote.
 #[derive(Debug)]
 pub struct Pulled {
+    /// What helm said while pulling (an OCI chart's `Pulled:` and `Digest:`).
+    pub said: String,
     /// Its guest path.
     pub archive: String,
     /// The version it is (from `<name>-<version>.tgz`).
@@ -19,11 +24,23 @@ pub struct Pulled {
     pub digest: String,
 }
 
-/// `helm pull` chart `name` of `repo` (a URL, or a name `helm repo add`
-/// recorded) into the scratch directory.
+/// Where a remote chart is.
+#[derive(Debug, Clone, Copy)]
+pub enum Remote<'a> {
+    /// Chart `name` of `repo` (a URL, or a name `helm repo add` recorded).
+    Repository {
+        /// The repository.
+        repo: &'a str,
+        /// The chart's name there.
+        name: &'a str,
+    },
+    /// `oci://…`.
+    Oci(&'a str),
+}
+
+/// `helm pull` the chart `remote` names into the scratch directory.
 pub fn pull(
-    repo: &str,
-    name: &str,
+    remote: Remote<'_>,
     config: &Config,
     request: &RenderRequest,
 ) -> Result<Pulled, PluginError> {
@@ -32,20 +49,33 @@ pub fn pull(
         PluginError::other(format_args!("cannot create `{destination}`: {error}"))
     })?;
     let mut args = vec!["pull".to_owned()];
-    if repo.contains("://") {
-        args.push(name.to_owned());
-        args.push(format!("--repo={repo}"));
-    } else {
-        args.push(format!("{repo}/{name}"));
-    }
+    let name = match remote {
+        Remote::Repository { repo, name } if repo.contains("://") => {
+            args.push(name.to_owned());
+            args.push(format!("--repo={repo}"));
+            name
+        }
+        Remote::Repository { repo, name } => {
+            args.push(format!("{repo}/{name}"));
+            name
+        }
+        Remote::Oci(reference) => {
+            args.push(reference.to_owned());
+            if config.plain_http {
+                args.push("--plain-http".to_owned());
+            }
+            reference.rsplit('/').next().unwrap_or(reference)
+        }
+    };
     if let Some(version) = &config.version {
         args.push(format!("--version={version}"));
     }
     args.push(format!("--destination={destination}"));
-    Command::new("helm")
+    let run = Command::new("helm")
         .args(args)
         .cwd(request.scratch.as_str())
         .run_checked()?;
+    let said = format!("{}\n{}", run.stdout_text(), run.stderr_text());
     let archive = std::fs::read_dir(&destination)
         .map_err(|error| PluginError::other(format_args!("cannot read `{destination}`: {error}")))?
         .filter_map(Result::ok)
@@ -70,6 +100,7 @@ pub fn pull(
             hex
         });
     Ok(Pulled {
+        said,
         archive: path,
         version,
         digest,

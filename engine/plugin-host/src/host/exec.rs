@@ -208,8 +208,12 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
         .unwrap_or(ctx.max_timeout)
         .min(ctx.max_timeout);
 
-    let private = Private::new(tool, ctx.network)
-        .map_err(|error| PluginError::Other(format!("cannot prepare `{tool}`'s home: {error}")))?;
+    let private = Private::new(
+        tool,
+        ctx.network,
+        super::grammar::signs_in(tool, &command.args),
+    )
+    .map_err(|error| PluginError::Other(format!("cannot prepare `{tool}`'s home: {error}")))?;
     let mut child = Command::new(&binary);
     child
         .args(&args)
@@ -443,8 +447,9 @@ fn helmfile_binaries(capabilities: &Capabilities) -> [(&'static str, &'static st
     ]
 }
 
-/// One tool run's own home: empty but for copies of the registry logins and
-/// chart repositories its manifest names. It lies outside the plugin's
+/// One tool run's own home: empty but for copies of the chart repositories
+/// its manifest names (and, for a run that signs in, their logins and the
+/// registry logins). It lies outside the plugin's
 /// directories and is removed when the run ends.
 struct Private {
     dir: jail::Scratch,
@@ -452,7 +457,7 @@ struct Private {
 }
 
 impl Private {
-    fn new(tool: &str, network: &Network) -> std::io::Result<Self> {
+    fn new(tool: &str, network: &Network, signs_in: bool) -> std::io::Result<Self> {
         // Mode 0700: only the tool reads its logins (as root, the jail's view
         // maps the home to the jail's user). Bounded in size like scratch.
         let dir = jail::Scratch::new("tazuna-tool-")?;
@@ -469,7 +474,7 @@ impl Private {
         let helm = matches!(tool, "helm" | "helmfile");
         let private = Self { dir, helm };
         if helm {
-            private.copy_helm_config(network)?;
+            private.copy_helm_config(network, signs_in)?;
         }
         Ok(private)
     }
@@ -510,13 +515,16 @@ impl Private {
         env
     }
 
-    /// The logins of the named registries and the named chart repositories
-    /// (with their index), copied from the user's helm configuration.
-    fn copy_helm_config(&self, network: &Network) -> std::io::Result<()> {
+    /// The named chart repositories (with their index), copied from the
+    /// user's helm configuration; with `signs_in`, also their logins and the
+    /// logins of the named registries. Without, a repository keeps only its
+    /// name and URL.
+    fn copy_helm_config(&self, network: &Network, signs_in: bool) -> std::io::Result<()> {
         let root = self.root();
         std::fs::create_dir_all(root.join("config/helm/registry"))?;
         std::fs::create_dir_all(root.join("cache/helm/repository"))?;
-        if let Some(logins) = crate::distribution::helm_registry_config()
+        if signs_in
+            && let Some(logins) = crate::distribution::helm_registry_config()
             && let Ok(text) = std::fs::read_to_string(&logins)
             && let Ok(mut config) = serde_json::from_str::<serde_json::Value>(&text)
         {
@@ -559,6 +567,13 @@ impl Private {
                         .as_str()
                         .is_some_and(|name| network.repositories.iter().any(|n| n == name))
                 });
+                if !signs_in {
+                    for entry in list.iter_mut() {
+                        if let Some(map) = entry.as_mapping_mut() {
+                            map.retain(|key, _| matches!(key.as_str(), Some("name" | "url")));
+                        }
+                    }
+                }
             }
             let text = serde_yaml::to_string(&repositories).unwrap_or_default();
             std::fs::write(root.join("config/helm/repositories.yaml"), text)?;
