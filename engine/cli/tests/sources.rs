@@ -705,6 +705,79 @@ spec:
         text(&refused)
     );
     assert!(!marker.exists(), "a program in a pulled helmfile ran");
+
+    // The same call spelled so no check can see it (the name is built at
+    // render time) meets the jail; and a repository the artifact names on
+    // the host's loopback, which the user's file never names, is never
+    // reached.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    for (version, helmfile) in [
+        (
+            "3.0.0",
+            format!(
+                "releases:\n  - name: bundled\n    chart: ./charts/hello\n    values:\n      - message: {{{{ tpl (printf \"{{{{ ex%s \\\"/bin/sh\\\" (list \\\"-c\\\" \\\"echo pwned > {}\\\") }}}}\" \"ec\") . }}}}\n",
+                marker.display()
+            ),
+        ),
+        (
+            "4.0.0",
+            format!(
+                "repositories:\n  - name: elsewhere\n    url: http://127.0.0.1:{port}/charts\nreleases:\n  - name: bundled\n    chart: elsewhere/hello\n    version: 0.1.0\n"
+            ),
+        ),
+    ] {
+        write(root, "push/platform/helmfile.yaml.gotmpl", &helmfile);
+        succeed(
+            Command::new(&oras)
+                .current_dir(root.join("push"))
+                .env("HOME", root)
+                .args([
+                    "push",
+                    "--plain-http",
+                    &format!("{host}/platform/helmfile:{version}"),
+                    "platform",
+                ]),
+        );
+        let current = std::fs::read_to_string(project.join("tazuna.yaml")).unwrap();
+        let previous = current
+            .split("platform/helmfile:")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned();
+        edit(
+            &project.join("tazuna.yaml"),
+            &format!("helmfile:{previous}"),
+            &format!("helmfile:{version}"),
+        );
+        let refused = output(tazuna(&tools, &project).arg("build"));
+        assert_eq!(
+            refused.status.code(),
+            Some(1),
+            "{version}: {}",
+            text(&refused)
+        );
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        let why = match version {
+            "3.0.0" => "fork/exec /bin/sh",
+            _ => "elsewhere",
+        };
+        assert!(
+            stderr.contains("manifest `platform`") && stderr.contains(why),
+            "{version}: {}",
+            text(&refused)
+        );
+        assert!(
+            !marker.exists(),
+            "{version}: a program in a pulled helmfile ran"
+        );
+        assert!(
+            listener.accept().is_err(),
+            "{version}: a pulled helmfile reached a host the file never names"
+        );
+    }
 }
 
 #[test]
