@@ -121,19 +121,26 @@ fn a_plugin_that_floods_its_output_is_refused_before_it_is_parsed() {
     );
 }
 
+/// Whether this test runs as a user other than root, so what it checks
+/// (`why`) cannot hold: a skip, unless `TAZUNA_E2E_REQUIRED` asks for every
+/// test to run (then a failure).
+fn not_root(why: &str) -> bool {
+    // `/proc/self` is owned by the process's effective user.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    if uid == 0 {
+        return false;
+    }
+    assert!(std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(), "{why}");
+    eprintln!("skipped: {why}");
+    true
+}
+
 /// 1.5 GiB written through WASI in three files: scratch holds 1 GiB, so the
 /// plugin's third file fails and the disk keeps its space. The bound is a
 /// tmpfs in Tazuna's own mount namespace, which needs root.
 #[test]
 fn a_plugin_cannot_fill_the_disk_through_scratch() {
-    // `/proc/self` is owned by the process's effective user.
-    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
-    if uid != 0 {
-        assert!(
-            std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
-            "scratch is bounded only when Tazuna runs as root"
-        );
-        eprintln!("skipped: scratch is bounded only when Tazuna runs as root");
+    if not_root("scratch is bounded only when Tazuna runs as root") {
         return;
     }
     let dir = project(&file_with("{ action: fill, count: 3, bytes: 536870912 }"));
@@ -506,12 +513,7 @@ fn a_granted_tool_holds_no_privilege() {
     // 1.6 GiB in two processes, or 1.5 GiB written to scratch: the kernel
     // stops a process, and the run fails though the tool carries on. (A
     // memory cgroup needs root here.)
-    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
-    if uid != 0 {
-        assert!(
-            std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
-            "a memory cgroup needs root on this machine"
-        );
+    if not_root("a memory cgroup needs root on this machine") {
         return;
     }
     for vector in ["held-1.6-GiB", "scratch-1.5-GiB"] {

@@ -92,10 +92,15 @@ pub(super) fn probe() -> Result<bool, String> {
                 std::io::Error::last_os_error()
             ));
         }
+        // The view is built of detached trees (`open_tree`); a kernel, or a
+        // tracer such as valgrind, without them has no view at all.
+        let dir = std::env::temp_dir();
+        if let Err(error) = clone_tree(&dir, Access::Write, None) {
+            return Err(format!("no detached mount trees ({error})"));
+        }
         let Some(users) = idmap() else {
             return Ok(false);
         };
-        let dir = std::env::temp_dir();
         Ok(clone_tree(&dir, Access::Write, Some(users)).is_ok())
     })
     .join()
