@@ -335,18 +335,20 @@ pub fn render_one(
         scratch: String::new(),
     };
     let again = request.clone();
-    let output = host
-        .render(plugin, &manifest.base_dir, request)
-        .map_err(|error| RenderError::Host {
-            manifest: manifest.name.clone(),
-            error,
-        })?
-        .map_err(|error| RenderError::Plugin {
-            manifest: manifest.name.clone(),
-            plugin: plugin.info().name.clone(),
-            error,
-        })?;
-    let (output, revealed) = output;
+    // The host's failure, or the plugin's, as this manifest's.
+    let failed = |result: Result<Result<_, PluginError>, HostError>| {
+        result
+            .map_err(|error| RenderError::Host {
+                manifest: manifest.name.clone(),
+                error,
+            })?
+            .map_err(|error| RenderError::Plugin {
+                manifest: manifest.name.clone(),
+                plugin: plugin.info().name.clone(),
+                error,
+            })
+    };
+    let (output, revealed) = failed(host.render(plugin, &manifest.base_dir, request))?;
     for diagnostic in &output.diagnostics {
         match diagnostic.severity {
             Severity::Error | Severity::Warning => {
@@ -382,18 +384,7 @@ pub fn render_one(
         // Outside Secrets, a render that got the secrets must be the render
         // that did not: whatever a tool made of a value (upper case, hex, a
         // hash, a piece of it) shows as a difference.
-        let withheld = host
-            .render_withheld(plugin, &manifest.base_dir, again)
-            .map_err(|error| RenderError::Host {
-                manifest: manifest.name.clone(),
-                error,
-            })?
-            .map_err(|error| RenderError::Plugin {
-                manifest: manifest.name.clone(),
-                plugin: plugin.info().name.clone(),
-                error,
-            })?
-            .0;
+        let (withheld, _) = failed(host.render_withheld(plugin, &manifest.base_dir, again))?;
         if let Some(object) = derived_from_secrets(&documents, &withheld.manifests) {
             return Err(RenderError::DerivedFromSecret {
                 manifest: manifest.name.clone(),
