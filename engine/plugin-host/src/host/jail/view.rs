@@ -295,7 +295,10 @@ fn pivot(root: &Path) -> Result<(), String> {
         {
             return Err(os("cannot leave the host's root"));
         }
-        if libc::mount(
+        // The kernel answers EBUSY now and then while the host's tree it
+        // just detached is still being let go; a moment later it succeeds.
+        let mut tries = 0;
+        while libc::mount(
             std::ptr::null(),
             c"/".as_ptr(),
             std::ptr::null(),
@@ -303,7 +306,12 @@ fn pivot(root: &Path) -> Result<(), String> {
             std::ptr::null(),
         ) != 0
         {
-            return Err(os("cannot make the jail's root read-only"));
+            let busy = std::io::Error::last_os_error().raw_os_error() == Some(libc::EBUSY);
+            tries += 1;
+            if !busy || tries > 50 {
+                return Err(os("cannot make the jail's root read-only"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
     Ok(())
