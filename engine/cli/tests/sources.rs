@@ -1497,3 +1497,143 @@ spec:
         "`db` became Available at {ready_at}, after `app`'s first write at {first_app}"
     );
 }
+
+#[test]
+fn a_helmfile_from_a_registry_finds_no_login_in_its_jail_yet_pulls_a_private_chart() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let Some(oras) = e2e::tool(Tool::Oras) else {
+        return;
+    };
+    let Some(registry) = e2e::registry_with_basic_auth("robot", "s3cret-pass") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let host = registry.host();
+    // The chart, pushed with helm to the registry that needs the login.
+    succeed(
+        Command::new(&tools.helm)
+            .current_dir(root)
+            .env("HOME", &home)
+            .args(["package", chart().to_str().unwrap(), "--destination", "."]),
+    );
+    succeed(
+        Command::new(&tools.helm)
+            .current_dir(root)
+            .env("HOME", &home)
+            .args([
+                "push",
+                "hello-0.1.0.tgz",
+                &format!("oci://{host}/charts"),
+                "--plain-http",
+                "--username",
+                "robot",
+                "--password",
+                "s3cret-pass",
+            ]),
+    );
+    // The user's login, where docker and helm keep it ("robot:s3cret-pass").
+    let docker = root.join("docker");
+    write(
+        root,
+        "docker/config.json",
+        &format!(r#"{{"auths": {{"{host}": {{"auth": "cm9ib3Q6czNjcmV0LXBhc3M="}}}}}}"#),
+    );
+    // A helmfile that uses the private chart and reads every place a login
+    // could be in its jail (the paths its environment names, the usual
+    // homes, and the user's own docker config, whose path it guessed), and
+    // the run's trust file as a control: what it finds becomes the message.
+    let mut places: Vec<String> = [
+        "HELM_REGISTRY_CONFIG",
+        "HELM_REPOSITORY_CONFIG",
+        "DOCKER_CONFIG",
+        "REGISTRY_AUTH_FILE",
+    ]
+    .iter()
+    .map(|name| format!("(env \"{name}\")"))
+    .collect();
+    for path in [
+        "/.docker/config.json",
+        "/.config/helm/registry/config.json",
+        "/.config/containers/auth.json",
+    ] {
+        places.push(format!("(printf \"%s{path}\" (env \"HOME\"))"));
+    }
+    places.push(format!("\"{}\"", docker.join("config.json").display()));
+    places.push("\"/root/.docker/config.json\"".to_owned());
+    let probe = format!(
+        "{{{{- $found := \"\" -}}}}\n{{{{- range $p := list {} -}}}}{{{{- if and $p (isFile $p) -}}}}{{{{- $found = printf \"%s|%s\" $found (readFile $p) -}}}}{{{{- end -}}}}{{{{- end -}}}}\n{{{{- $trust := readFile (env \"SSL_CERT_FILE\") | trunc -40 -}}}}\nreleases:\n  - name: bundled\n    chart: oci://{host}/charts/hello\n    version: 0.1.0\n    values:\n      - message: {{{{ printf \"%s trust:%s\" $found $trust | toJson }}}}\n",
+        places.join(" ")
+    );
+    write(root, "push/platform/helmfile.yaml.gotmpl", &probe);
+    succeed(
+        Command::new(&oras)
+            .current_dir(root.join("push"))
+            .env("HOME", &home)
+            .args([
+                "push",
+                "--plain-http",
+                "-u",
+                "robot",
+                "-p",
+                "s3cret-pass",
+                &format!("{host}/platform/helmfile:1.0.0"),
+                "platform",
+            ]),
+    );
+    write(
+        root,
+        "project/tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: platform
+      type: oras
+      oras:
+        reference: oci://{host}/platform/helmfile:1.0.0
+        target: platform
+        plainHTTP: true
+        delegate:
+          type: helmfile
+          helmfile:
+            defaultNamespace: platform
+            plainHttp: true
+"
+        ),
+    );
+    let mut build = tazuna(&tools, &root.join("project"));
+    build
+        .env("HOME", &home)
+        .env_remove("HELM_REGISTRY_CONFIG")
+        .env("DOCKER_CONFIG", &docker)
+        .args(["build", "-o", "json"]);
+    let built = output(&mut build);
+    let said = text(&built);
+    assert!(built.status.success(), "{said}");
+    for secret in ["s3cret", "cm9ib3Q6czNjcmV0"] {
+        assert!(
+            !said.contains(secret),
+            "the login reached the render: {said}"
+        );
+    }
+    let list: Value = serde_json::from_slice(&built.stdout).unwrap();
+    let message = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap")
+        .map(|o| o["data"]["message"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_else(|| panic!("the private chart rendered: {said}"));
+    // The probe read what its jail holds (the trust file), and no login.
+    assert!(message.contains("END CERTIFICATE"), "{message}");
+    assert!(
+        message.starts_with(" trust:"),
+        "a login file was found: {message}"
+    );
+}

@@ -51,15 +51,8 @@ pub struct PullContext<'a> {
 /// pulls only one of these, exactly as written, so it reaches no registry
 /// the file does not name and carries nothing out in a reference of its own
 /// making (a tag or a path spelled from data).
-pub fn named_references(config: &str) -> Vec<String> {
-    let mut found: Vec<String> = serde_json::from_str::<serde_json::Value>(config)
-        .map(|value| {
-            crate::config_strings::strings_in(&value)
-                .into_iter()
-                .map(|text| bare(text).to_owned())
-                .collect()
-        })
-        .unwrap_or_default();
+pub fn named_references(strings: &[&str]) -> Vec<String> {
+    let mut found: Vec<String> = strings.iter().map(|text| bare(text).to_owned()).collect();
     found.sort();
     found.dedup();
     found
@@ -478,9 +471,11 @@ mod tests {
 
     #[test]
     fn a_plugin_pulls_only_a_reference_the_config_names_as_written() {
-        let named = named_references(
+        let config: serde_json::Value = serde_json::from_str(
             r#"{"reference":"oci://registry.example/platform/bundle:1.0","values":{"x":["http://127.0.0.1:5000/a@sha256:ab"]}}"#,
-        );
+        )
+        .unwrap();
+        let named = named_references(&crate::config_strings::strings_in(&config));
         assert_eq!(
             named,
             [

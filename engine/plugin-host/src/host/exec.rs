@@ -208,12 +208,15 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
         .unwrap_or(ctx.max_timeout)
         .min(ctx.max_timeout);
 
-    let private = Private::new(
-        tool,
-        ctx.network,
-        super::grammar::signs_in(tool, &command.args),
-    )
-    .map_err(|error| PluginError::Other(format!("cannot prepare `{tool}`'s home: {error}")))?;
+    // The tool holds no login: the forwarders add the user's logins to its
+    // reads of the hosts they are for.
+    let logins = if tool == "op" {
+        jail::Logins::default()
+    } else {
+        user_logins(ctx.network)
+    };
+    let private = Private::new(tool, ctx.network, &logins)
+        .map_err(|error| PluginError::Other(format!("cannot prepare `{tool}`'s home: {error}")))?;
     let mut child = Command::new(&binary);
     child
         .args(&args)
@@ -264,6 +267,7 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
             .collect(),
         write: writable,
         endpoints,
+        logins,
         // `op` signs in with the user's own accounts and renders no content.
         identity: if tool == "op" {
             jail::Identity::Caller
@@ -447,17 +451,51 @@ fn helmfile_binaries(capabilities: &Capabilities) -> [(&'static str, &'static st
     ]
 }
 
+/// The user's logins for the hosts and chart repositories `network` names,
+/// which the jail's forwarders add to a tool's reads.
+fn user_logins(network: &Network) -> jail::Logins {
+    let registries = crate::distribution::helm_registry_config()
+        .and_then(|path| std::fs::read_to_string(path).ok());
+    let repositories = crate::distribution::helm_repositories()
+        .into_iter()
+        .find(|(key, _)| *key == "HELM_REPOSITORY_CONFIG")
+        .and_then(|(_, path)| std::fs::read_to_string(path).ok());
+    jail::Logins::from_user_files(
+        registries.as_deref(),
+        repositories.as_deref(),
+        &network.endpoints,
+        &network.repositories,
+    )
+}
+
+/// Where the system's trust roots are, for a tool that must also trust the
+/// run's own authority: `SSL_CERT_FILE`, else Debian's and Red Hat's bundles.
+fn system_roots() -> Option<String> {
+    std::env::var_os("SSL_CERT_FILE")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(
+            [
+                "/etc/ssl/certs/ca-certificates.crt",
+                "/etc/pki/tls/certs/ca-bundle.crt",
+            ]
+            .map(PathBuf::from),
+        )
+        .find_map(|path| std::fs::read_to_string(path).ok())
+}
+
 /// One tool run's own home: empty but for copies of the chart repositories
-/// its manifest names (and, for a run that signs in, their logins and the
-/// registry logins). It lies outside the plugin's
-/// directories and is removed when the run ends.
+/// its manifest names (name and URL, never a login) and, where the run's
+/// forwarders sign, the trust roots that include the run's authority. It
+/// lies outside the plugin's directories and is removed when the run ends.
 struct Private {
     dir: jail::Scratch,
     helm: bool,
+    trust: bool,
 }
 
 impl Private {
-    fn new(tool: &str, network: &Network, signs_in: bool) -> std::io::Result<Self> {
+    fn new(tool: &str, network: &Network, logins: &jail::Logins) -> std::io::Result<Self> {
         // Mode 0700: only the tool reads its logins (as root, the jail's view
         // maps the home to the jail's user). Bounded in size like scratch.
         let dir = jail::Scratch::new("tazuna-tool-")?;
@@ -472,15 +510,24 @@ impl Private {
             std::fs::create_dir_all(dir.path().join(sub))?;
         }
         let helm = matches!(tool, "helm" | "helmfile");
-        let private = Self { dir, helm };
+        let trust = logins.authority_pem().is_some();
+        let private = Self { dir, helm, trust };
         if helm {
-            private.copy_helm_config(network, signs_in)?;
+            private.copy_helm_config(network)?;
+        }
+        if let Some(authority) = logins.authority_pem() {
+            let roots = system_roots().unwrap_or_default();
+            std::fs::write(private.trust_file(), format!("{roots}\n{authority}"))?;
         }
         Ok(private)
     }
 
     fn root(&self) -> &Path {
         self.dir.path()
+    }
+
+    fn trust_file(&self) -> PathBuf {
+        self.root().join("config/trust.pem")
     }
 
     fn environment(&self) -> Vec<(&'static str, PathBuf)> {
@@ -495,6 +542,11 @@ impl Private {
             ("GIT_CONFIG_NOSYSTEM", PathBuf::from("1")),
             ("GIT_TERMINAL_PROMPT", PathBuf::from("0")),
         ];
+        if self.trust {
+            // Go, OpenSSL and git read the system's roots and the run's
+            // authority from here.
+            env.push(("SSL_CERT_FILE", self.trust_file()));
+        }
         if self.helm {
             env.extend([
                 ("HELM_CONFIG_HOME", root.join("config/helm")),
@@ -516,37 +568,12 @@ impl Private {
     }
 
     /// The named chart repositories (with their index), copied from the
-    /// user's helm configuration; with `signs_in`, also their logins and the
-    /// logins of the named registries. Without, a repository keeps only its
-    /// name and URL.
-    fn copy_helm_config(&self, network: &Network, signs_in: bool) -> std::io::Result<()> {
+    /// user's helm configuration: each keeps its name and URL alone. No
+    /// login is copied: the jail's forwarders add them.
+    fn copy_helm_config(&self, network: &Network) -> std::io::Result<()> {
         let root = self.root();
         std::fs::create_dir_all(root.join("config/helm/registry"))?;
         std::fs::create_dir_all(root.join("cache/helm/repository"))?;
-        if signs_in
-            && let Some(logins) = crate::distribution::helm_registry_config()
-            && let Ok(text) = std::fs::read_to_string(&logins)
-            && let Ok(mut config) = serde_json::from_str::<serde_json::Value>(&text)
-        {
-            if let Some(auths) = config.get_mut("auths").and_then(|a| a.as_object_mut()) {
-                auths.retain(|key, _| {
-                    let host = key
-                        .trim_start_matches("https://")
-                        .trim_start_matches("http://")
-                        .trim_end_matches('/');
-                    network
-                        .endpoints
-                        .iter()
-                        .any(|e| host == e.host || host == e.to_string())
-                });
-            }
-            let kept =
-                serde_json::json!({ "auths": config.get("auths").cloned().unwrap_or_default() });
-            std::fs::write(
-                root.join("config/helm/registry/config.json"),
-                kept.to_string(),
-            )?;
-        }
         let known = crate::distribution::helm_repositories();
         let config = known
             .iter()
@@ -567,11 +594,9 @@ impl Private {
                         .as_str()
                         .is_some_and(|name| network.repositories.iter().any(|n| n == name))
                 });
-                if !signs_in {
-                    for entry in list.iter_mut() {
-                        if let Some(map) = entry.as_mapping_mut() {
-                            map.retain(|key, _| matches!(key.as_str(), Some("name" | "url")));
-                        }
+                for entry in list.iter_mut() {
+                    if let Some(map) = entry.as_mapping_mut() {
+                        map.retain(|key, _| matches!(key.as_str(), Some("name" | "url")));
                     }
                 }
             }

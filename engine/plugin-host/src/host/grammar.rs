@@ -291,21 +291,6 @@ fn own_variable(tool: &str, key: &str) -> bool {
     !key.starts_with("LD_") && (key.starts_with("TAZUNA_") || key.starts_with(&own))
 }
 
-/// Whether a run of `tool` with `args` gets the user's logins (the registry
-/// logins and chart repositories its manifest names): only one that fetches
-/// and renders nothing (`helm pull`, `helm dependency`, `helm show`). A
-/// render (`helm template`, `kustomize build`) gets none, so whatever a
-/// chart or kustomization contains meets no credential. helmfile is the one
-/// exception: it fetches and renders in one run, and its templates can read
-/// files (see docs/security.md).
-pub fn signs_in(tool: &str, args: &[String]) -> bool {
-    match tool {
-        "helm" => matches!(subcommand(tool, args), Some("pull" | "dependency" | "show")),
-        "helmfile" => true,
-        _ => false,
-    }
-}
-
 /// What is wrong with asking `tool` for `args` with `env`, if anything.
 pub fn refused(tool: &str, args: &[String], env: &[(String, String)]) -> Option<String> {
     let grammar = GRAMMARS.iter().find(|grammar| grammar.tool == tool);
@@ -625,30 +610,6 @@ mod tests {
         assert!(refused_args("helm", &["show", "everything", "c"]).is_some());
         assert!(refused_args("helm", &["dependency", "add", "c"]).is_some());
         assert_eq!(refused_args("helm", &["show", "chart", "c"]), None);
-    }
-
-    #[test]
-    fn only_a_run_that_fetches_and_renders_nothing_signs_in() {
-        let args = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
-        assert!(signs_in(
-            "helm",
-            &args(&["pull", "oci://r/c", "--version=1"])
-        ));
-        assert!(signs_in(
-            "helm",
-            &args(&["--namespace=x", "pull", "c", "--repo=https://r"])
-        ));
-        assert!(signs_in(
-            "helm",
-            &args(&["dependency", "build", "/manifest/c"])
-        ));
-        assert!(!signs_in("helm", &args(&["template", "r", "oci://r/c"])));
-        assert!(!signs_in(
-            "helm",
-            &args(&["--namespace=pull", "template", "r", "c"])
-        ));
-        assert!(!signs_in("kustomize", &args(&["build", "/manifest"])));
-        assert!(!signs_in("echo", &args(&["pull"])));
     }
 
     #[test]

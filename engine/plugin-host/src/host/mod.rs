@@ -350,8 +350,13 @@ impl PluginHost {
     ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
         request.workdir = MANIFEST_DIR.to_owned();
         request.scratch = SCRATCH_DIR.to_owned();
+        // The config is read once; its strings name the endpoints, the
+        // artifacts a plugin may pull and the references the user wrote.
+        let config: serde_json::Value =
+            serde_json::from_str(&request.config).unwrap_or(serde_json::Value::Null);
+        let strings = crate::config_strings::strings_in(&config);
         let repositories = exec::user_repositories();
-        let endpoints = jail::endpoints_named_in(&request.config, &repositories);
+        let endpoints = jail::endpoints_named_in(&strings, &repositories);
         let network = if self.offline {
             Network {
                 offline: true,
@@ -368,11 +373,9 @@ impl PluginHost {
                     .collect(),
                 endpoints,
                 offline: false,
-                references: artifacts::named_references(&request.config),
+                references: artifacts::named_references(&strings),
             }
         };
-        let config: serde_json::Value =
-            serde_json::from_str(&request.config).unwrap_or(serde_json::Value::Null);
         let view = input::view(
             manifest_dir,
             request.path.as_deref(),
@@ -385,10 +388,7 @@ impl PluginHost {
             message,
         })?;
         let shown = std::path::absolute(manifest_dir).unwrap_or_else(|_| manifest_dir.to_owned());
-        let named: Vec<String> = crate::config_strings::strings_in(&config)
-            .into_iter()
-            .map(str::to_owned)
-            .collect();
+        let named: Vec<String> = strings.into_iter().map(str::to_owned).collect();
         self.call(plugin, "render", Some(view.path()), |bindings, store| {
             store.data_mut().network = network;
             store.data_mut().named = named;

@@ -32,6 +32,7 @@ mod landlock;
 mod network;
 #[cfg(target_os = "linux")]
 mod privilege;
+mod signing;
 #[cfg(target_os = "linux")]
 mod view;
 
@@ -47,9 +48,10 @@ pub use bounds::{
     MemoryGroup, SCRATCH_FILES, SCRATCH_SIZE, Scratch, TOOL_RESIDENT, private_mounts,
 };
 pub use network::{Endpoint, endpoint_of_url, endpoints_named_in};
-use network::{Route, enter_network_namespace, listen, proxy, serve, splice};
+use network::{Route, enter_network_namespace, forward, listen, proxy, serve};
 #[cfg(target_os = "linux")]
 pub use privilege::{JAIL_ID, TOOL_FILE_SIZE, TOOL_MEMORY};
+pub use signing::Logins;
 
 /// Whose identity a tool runs with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,6 +77,9 @@ pub struct Policy {
     pub write: Vec<PathBuf>,
     /// The hosts the tool may reach.
     pub endpoints: Vec<Endpoint>,
+    /// The user's logins the forwarders add to the tool's reads of the
+    /// hosts they are for; the tool itself holds none.
+    pub logins: Logins,
     /// Whose identity the tool runs with.
     pub identity: Identity,
 }
@@ -211,6 +216,7 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
     let cgroup = memory
         .as_ref()
         .map(|group| std::os::fd::AsRawFd::as_raw_fd(&group.procs));
+    let logins = policy.logins.clone();
     let (child, routes) = std::thread::spawn(move || {
         let mut routes = Vec::new();
         let ports: Vec<u16> = if support.network.is_ok() {
@@ -243,14 +249,20 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
     let stop = Arc::new(AtomicBool::new(false));
     for (listener, route) in routes {
         match route {
-            Route::Forward(target) => serve(listener, stop.clone(), move |inbound| {
-                if let Ok(outbound) = TcpStream::connect_timeout(&target, Duration::from_secs(10)) {
-                    splice(inbound, outbound);
-                }
-            }),
-            Route::Proxy(allowed) => {
+            Route::Forward(target, endpoint) => {
+                let logins = logins.clone();
                 serve(listener, stop.clone(), move |inbound| {
-                    proxy(inbound, &allowed)
+                    if let Ok(outbound) =
+                        TcpStream::connect_timeout(&target, Duration::from_secs(10))
+                    {
+                        forward(inbound, outbound, &endpoint, &logins);
+                    }
+                });
+            }
+            Route::Proxy(allowed) => {
+                let logins = logins.clone();
+                serve(listener, stop.clone(), move |inbound| {
+                    proxy(inbound, &allowed, &logins)
                 });
             }
         }

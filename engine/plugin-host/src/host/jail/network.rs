@@ -9,6 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::signing::Logins;
+
 /// A host and port a tool may reach, because the manifest names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Endpoint {
@@ -19,7 +21,7 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    fn is_loopback(&self) -> bool {
+    pub(super) fn is_loopback(&self) -> bool {
         self.host == "localhost"
             || self
                 .host
@@ -36,8 +38,8 @@ impl std::fmt::Display for Endpoint {
 
 /// Where connections to one of the jail's listeners go.
 pub(super) enum Route {
-    /// To this address on Tazuna's side.
-    Forward(SocketAddr),
+    /// To this address on Tazuna's side, for this endpoint.
+    Forward(SocketAddr, Endpoint),
     /// Through a CONNECT proxy, to these endpoints only.
     Proxy(Vec<Endpoint>),
 }
@@ -103,7 +105,7 @@ pub(super) fn listen(
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, endpoint.port))
             .map_err(|e| format!("cannot forward {endpoint}: {e}"))?;
         let target = SocketAddr::from((Ipv4Addr::LOCALHOST, endpoint.port));
-        routes.push((listener, Route::Forward(target)));
+        routes.push((listener, Route::Forward(target, endpoint.clone())));
         ports.push(endpoint.port);
     }
     if !remote.is_empty() {
@@ -145,8 +147,18 @@ pub(super) fn serve(
     });
 }
 
+/// Carry one connection to `target`: through the signing forwarder where
+/// one of `logins` is for it, else byte for byte.
+pub(super) fn forward(inbound: TcpStream, outbound: TcpStream, target: &Endpoint, logins: &Logins) {
+    if logins.covers(target) {
+        super::signing::sign(inbound, outbound, target, logins);
+    } else {
+        splice(inbound, outbound);
+    }
+}
+
 /// Copy both ways between `a` and `b` until each side has closed.
-pub(super) fn splice(a: TcpStream, b: TcpStream) {
+fn splice(a: TcpStream, b: TcpStream) {
     let (Ok(a2), Ok(b2)) = (a.try_clone(), b.try_clone()) else {
         return;
     };
@@ -160,8 +172,9 @@ fn copy_then_close(mut from: TcpStream, mut to: TcpStream) {
     let _ = to.shutdown(Shutdown::Write);
 }
 
-/// One CONNECT request: through to an allowed endpoint, else 403.
-pub(super) fn proxy(mut inbound: TcpStream, allowed: &[Endpoint]) {
+/// One CONNECT request: through to an allowed endpoint, else 403. A host
+/// one of `logins` is for gets the signing forwarder, the others a splice.
+pub(super) fn proxy(mut inbound: TcpStream, allowed: &[Endpoint], logins: &Logins) {
     let _ = inbound.set_read_timeout(Some(Duration::from_secs(10)));
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
@@ -213,7 +226,7 @@ pub(super) fn proxy(mut inbound: TcpStream, allowed: &[Endpoint]) {
         .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
         .is_ok()
     {
-        splice(inbound, outbound);
+        forward(inbound, outbound, &target, logins);
     }
 }
 
@@ -264,23 +277,21 @@ fn public(ip: IpAddr) -> bool {
     }
 }
 
-/// The endpoints named in a manifest's config (the user's `tazuna.yaml`):
-/// every `oci://`, `http://` and `https://` URL in it, and the chart
-/// repositories of `repositories` (name, URL) whose name appears as a value
-/// or as the `<name>/` of a chart reference.
-pub fn endpoints_named_in(config: &str, repositories: &[(String, String)]) -> Vec<Endpoint> {
+/// The endpoints named in a manifest's config (the user's `tazuna.yaml`,
+/// as its strings, [`crate::config_strings::strings_in`]): every `oci://`,
+/// `http://` and `https://` URL in it, and the chart repositories of
+/// `repositories` (name, URL) whose name appears as a value or as the
+/// `<name>/` of a chart reference.
+pub fn endpoints_named_in(strings: &[&str], repositories: &[(String, String)]) -> Vec<Endpoint> {
     let mut found = Vec::new();
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(config) else {
-        return found;
-    };
-    for text in &crate::config_strings::strings_in(&value) {
+    for text in strings {
         for word in text.split(|c: char| c.is_whitespace() || c == ',' || c == '"') {
             if let Some(endpoint) = endpoint_of_url(word) {
                 found.push(endpoint);
             }
         }
         for (name, url) in repositories {
-            let named = text == name || text.starts_with(&format!("{name}/"));
+            let named = *text == name || text.starts_with(&format!("{name}/"));
             if named && let Some(endpoint) = endpoint_of_url(url) {
                 found.push(endpoint);
             }
@@ -323,10 +334,16 @@ pub fn endpoint_of_url(url: &str) -> Option<Endpoint> {
 mod tests {
     use super::*;
 
+    /// The endpoints a config (JSON text) names.
+    fn endpoints_in(config: &str, repositories: &[(String, String)]) -> Vec<Endpoint> {
+        let value: serde_json::Value = serde_json::from_str(config).unwrap();
+        endpoints_named_in(&crate::config_strings::strings_in(&value), repositories)
+    }
+
     #[test]
     fn urls_in_the_config_name_their_endpoints() {
         let config = r#"{"chart":"oci://127.0.0.1:5000/charts/hello","repo":"https://charts.example","values":{"x":"http://10.0.0.1:8080/a"}}"#;
-        let found = endpoints_named_in(config, &[]);
+        let found = endpoints_in(config, &[]);
         let shown: Vec<String> = found.iter().map(ToString::to_string).collect();
         assert_eq!(
             shown,
@@ -340,7 +357,7 @@ mod tests {
             ("acme".to_owned(), "http://127.0.0.1:8879/charts".to_owned()),
             ("other".to_owned(), "https://other.example".to_owned()),
         ];
-        let found = endpoints_named_in(r#"{"repo":"acme","chart":"hello"}"#, &repos);
+        let found = endpoints_in(r#"{"repo":"acme","chart":"hello"}"#, &repos);
         assert_eq!(
             found,
             [Endpoint {
@@ -348,7 +365,7 @@ mod tests {
                 port: 8879
             }]
         );
-        let found = endpoints_named_in(r#"{"chart":"other/app"}"#, &repos);
+        let found = endpoints_in(r#"{"chart":"other/app"}"#, &repos);
         assert_eq!(
             found,
             [Endpoint {
@@ -356,7 +373,7 @@ mod tests {
                 port: 443
             }]
         );
-        assert!(endpoints_named_in(r#"{"chart":"local/dir"}"#, &repos).is_empty());
+        assert!(endpoints_in(r#"{"chart":"local/dir"}"#, &repos).is_empty());
     }
 
     #[test]
@@ -429,7 +446,7 @@ mod tests {
             let address = front.local_addr().unwrap();
             let handle = std::thread::spawn(move || {
                 let (inbound, _) = front.accept().unwrap();
-                proxy(inbound, &allowed);
+                proxy(inbound, &allowed, &Logins::default());
             });
             let mut client = TcpStream::connect(address).unwrap();
             write!(
