@@ -219,6 +219,87 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// What keeps `object` from being applied, if anything, read as the API
+/// server reads it: Tazuna applies every object by server-side apply, by
+/// name, so it needs a string `apiVersion` (`v1` or `<group>/<version>`), a
+/// `kind`, and a `metadata.name`; a name, a namespace or a kind must be one
+/// path segment (not `.` or `..`, no `/` or `%`, as the API server's
+/// `IsValidPathSegmentName` says); labels and annotations map strings to
+/// strings. Every rendered object passes here before anything else reads
+/// it, so no later step meets a shape it does not expect.
+pub fn identity_problem(object: &Value) -> Option<String> {
+    let Some(map) = object.as_object() else {
+        return Some("the document is not a mapping".to_owned());
+    };
+    let segment = |what: &str, text: &str| -> Option<String> {
+        if text.is_empty() {
+            return Some(format!("`{what}` is empty"));
+        }
+        let bad = text == "." || text == ".." || text.contains(['/', '%']);
+        bad.then(|| {
+            format!("`{what}` `{text}` is not one path segment (no `/` or `%`, not `.` or `..`)")
+        })
+    };
+    let Some(api_version) = map.get("apiVersion").and_then(Value::as_str) else {
+        return Some("the document has no `apiVersion` string".to_owned());
+    };
+    let parts: Vec<&str> = api_version.split('/').collect();
+    if parts.len() > 2
+        || parts
+            .iter()
+            .any(|part| part.is_empty() || part.contains('%') || *part == "." || *part == "..")
+    {
+        return Some(format!(
+            "`apiVersion` `{api_version}` is not `v1` or `<group>/<version>`"
+        ));
+    }
+    let Some(kind) = map.get("kind").and_then(Value::as_str) else {
+        return Some("the document has no `kind` string".to_owned());
+    };
+    if let Some(problem) = segment("kind", kind) {
+        return Some(problem);
+    }
+    let Some(metadata) = map.get("metadata").and_then(Value::as_object) else {
+        return Some("the document has no `metadata` mapping".to_owned());
+    };
+    match metadata.get("name") {
+        Some(Value::String(name)) => {
+            if let Some(problem) = segment("metadata.name", name) {
+                return Some(problem);
+            }
+        }
+        None | Some(Value::Null) if metadata.get("generateName").is_some() => {
+            return Some(
+                "the object has only `metadata.generateName`: Tazuna applies objects by name, so each needs a `metadata.name`"
+                    .to_owned(),
+            );
+        }
+        None | Some(Value::Null) => return Some("the document has no `metadata.name`".to_owned()),
+        Some(_) => return Some("`metadata.name` is not a string".to_owned()),
+    }
+    match metadata.get("namespace") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(namespace)) => {
+            if let Some(problem) = segment("metadata.namespace", namespace) {
+                return Some(problem);
+            }
+        }
+        Some(_) => return Some("`metadata.namespace` is not a string".to_owned()),
+    }
+    for field in ["labels", "annotations"] {
+        match metadata.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(entries)) => {
+                if let Some((key, _)) = entries.iter().find(|(_, value)| !value.is_string()) {
+                    return Some(format!("`metadata.{field}.{key}` is not a string"));
+                }
+            }
+            Some(_) => return Some(format!("`metadata.{field}` is not a mapping")),
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -309,5 +390,101 @@ mod tests {
         );
         assert_eq!(redact(&object)["stringData"]["password"], REDACTED);
         assert_eq!(redact(&object)["metadata"], object["metadata"]);
+    }
+
+    #[test]
+    fn an_object_tazuna_cannot_apply_by_name_is_named_with_its_field() {
+        let problem = |text: &str| identity_problem(&serde_json::from_str(text).unwrap());
+        assert_eq!(
+            problem(
+                r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"b","labels":{"x":"y"}}}"#
+            ),
+            None
+        );
+        assert_eq!(
+            problem(
+                r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"system:a.b"}}"#
+            ),
+            None
+        );
+        for (text, expected) in [
+            ("[]", "not a mapping"),
+            (
+                r#"{"kind":"ConfigMap","metadata":{"name":"a"}}"#,
+                "no `apiVersion`",
+            ),
+            (
+                r#"{"apiVersion":5,"kind":"ConfigMap","metadata":{"name":"a"}}"#,
+                "no `apiVersion`",
+            ),
+            (
+                r#"{"apiVersion":"a/b/c","kind":"X","metadata":{"name":"a"}}"#,
+                "`a/b/c`",
+            ),
+            (
+                r#"{"apiVersion":"/v1","kind":"X","metadata":{"name":"a"}}"#,
+                "`/v1`",
+            ),
+            (
+                r#"{"apiVersion":"v1","metadata":{"name":"a"}}"#,
+                "no `kind`",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"../pods","metadata":{"name":"a"}}"#,
+                "`kind`",
+            ),
+            (r#"{"apiVersion":"v1","kind":"Pod"}"#, "no `metadata`"),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":[]}"#,
+                "no `metadata`",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"hook-"}}"#,
+                "only `metadata.generateName`",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{}}"#,
+                "no `metadata.name`",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":7}}"#,
+                "not a string",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":""}}"#,
+                "is empty",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":".."}}"#,
+                "path segment",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a/../../secrets/x"}}"#,
+                "path segment",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a%2F"}}"#,
+                "path segment",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"kube-system/x"}}"#,
+                "path segment",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":{}}}"#,
+                "namespace` is not a string",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","labels":{"x":1}}}"#,
+                "labels.x",
+            ),
+            (
+                r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","annotations":"x"}}"#,
+                "not a mapping",
+            ),
+        ] {
+            let found = problem(text).unwrap_or_else(|| panic!("accepted {text}"));
+            assert!(found.contains(expected), "{text}: {found}");
+        }
     }
 }

@@ -173,6 +173,10 @@ impl Hint for RenderError {
                 "split the manifest into several (each is rendered on its own), or check that its source does not generate objects without bound"
                     .to_owned(),
             ),
+            Self::InvalidOutput { origin, .. } => Some(format!(
+                "fix the document{} so it is one Kubernetes object with `apiVersion`, `kind` and `metadata.name` (Tazuna applies every object by name)",
+                origin.as_deref().map(|o| format!(" at `{o}`")).unwrap_or_default()
+            )),
             Self::UpstreamChanged { manifest, .. } => Some(format!(
                 "the source serves other content under the same version; if that is intended, delete `sources.{manifest}` from tazuna.lock so the next run pins it again"
             )),
@@ -576,26 +580,7 @@ fn parse_document(
         Ok(value) => value,
         Err(message) => return Err(invalid(message, origin)),
     };
-    let check = |field: &str, ok: bool| {
-        if ok {
-            Ok(())
-        } else {
-            Err(format!("the document has no `{field}`"))
-        }
-    };
-    let checked = check("apiVersion", value["apiVersion"].is_string())
-        .and_then(|()| check("kind", value["kind"].is_string()))
-        .and_then(|()| {
-            check(
-                "metadata.name",
-                value["metadata"]["name"].is_string()
-                    || value["metadata"]["generateName"].is_string(),
-            )
-        });
-    if let Err(message) = checked {
-        if !value.is_object() {
-            return Err(invalid("the document is not a mapping".to_owned(), origin));
-        }
+    if let Some(message) = tazuna_core::inventory::identity_problem(&value) {
         return Err(invalid(message, origin));
     }
     Ok(Object {
