@@ -745,7 +745,189 @@ fn a_plugin_without_emit_grants_is_refused_cluster_wide_objects_before_any_write
         &cluster,
         &["-n", "apps", "configmap", "own"]
     ));
+
+    // Namespaced objects that act for another identity or redirect traffic,
+    // in the plugin's own namespace (`default`, where a cluster-admin
+    // ServiceAccount lives), and their next spellings: each needs a grant
+    // naming it, and none is written.
+    for args in [
+        &["-n", "default", "serviceaccount", "admin"][..],
+        &[
+            "clusterrolebinding",
+            "default-admin",
+            "--clusterrole=cluster-admin",
+            "--serviceaccount=default:admin",
+        ],
+    ] {
+        common::succeed(cluster.kubectl().arg("create").args(args));
+    }
+    let dir = project(&format!(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: probe
+      source: file://{{probe}}
+      grants: ["emit:cluster:ClusterRole", "emit:object:Service/fine"]
+  manifests:
+    - name: takeover
+      type: probe
+      namespace: default
+      probe:
+        action: emit
+        objects:
+{}
+"#,
+        IDENTITY_AND_TRAFFIC
+            .iter()
+            .map(|(object, _, _)| format!("          - {object}\n"))
+            .collect::<String>()
+    ));
+    for verb in ["plan", "apply"] {
+        let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
+        let said = common::text(&out);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+        for (_, shown, grant) in IDENTITY_AND_TRAFFIC {
+            match grant {
+                Some(grant) => assert!(
+                    said.contains(&format!(" {shown}, which it may not create without"))
+                        && said.contains(&format!("`{grant}`")),
+                    "{verb} names {shown} and {grant}: {said}"
+                ),
+                None => assert!(!said.contains(&format!(" {shown},")), "{said}"),
+            }
+        }
+    }
+    for (kind, name) in [
+        ("endpointslices", "kubernetes-evil"),
+        ("endpoints", "kubernetes"),
+        ("secret", "admin-token"),
+        ("pod", "as-admin"),
+        ("deployment", "as-admin"),
+        ("pod", "host-root"),
+        ("service", "redirect"),
+        ("service", "fine"),
+    ] {
+        let planted = common::output(
+            cluster
+                .kubectl()
+                .args(["get", "-n", "default", kind, name, "-o", "name"]),
+        );
+        // `endpoints/kubernetes` may be the API server's own; its content is checked below.
+        let wrote = planted.status.success() && kind != "endpoints";
+        assert!(!wrote, "{kind} {name} was written");
+    }
+    // The `kubernetes` Endpoints (the API server's, where it keeps one) do
+    // not point at the plugin's address.
+    let endpoints = common::output(cluster.kubectl().args([
+        "get",
+        "-n",
+        "default",
+        "endpoints,endpointslices",
+        "--ignore-not-found",
+        "-o",
+        "json",
+    ]));
+    assert!(endpoints.status.success(), "{}", common::text(&endpoints));
+    assert!(
+        !String::from_utf8_lossy(&endpoints.stdout).contains("10.9.9.9"),
+        "{}",
+        common::text(&endpoints)
+    );
+    for args in [
+        &["clusterrole", "sees-everything"][..],
+        &[
+            "clusterrole",
+            "system:public-info-viewer",
+            "-o",
+            "jsonpath={.metadata.labels.probe}",
+        ],
+    ] {
+        let out = common::output(cluster.kubectl().arg("get").args(args));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !out.status.success() || (args.len() > 2 && text.trim().is_empty()),
+            "{args:?}: {text}"
+        );
+    }
 }
+
+/// What a zero-grant plugin (granted only `emit:cluster:ClusterRole` and
+/// one Service by name) renders into namespace `default` to act for another
+/// identity or redirect traffic; how the refusal shows it; the grant it
+/// names (`None`: allowed).
+const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
+    (
+        "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: kubernetes-evil, labels: {kubernetes.io/service-name: kubernetes}}, addressType: IPv4, endpoints: [{addresses: [10.9.9.9]}], ports: [{name: https, port: 443}]}",
+        "EndpointSlice default/kubernetes-evil",
+        Some("emit:object:EndpointSlice/kubernetes-evil"),
+    ),
+    (
+        "{apiVersion: v1, kind: Endpoints, metadata: {name: kubernetes}, subsets: [{addresses: [{ip: 10.9.9.9}], ports: [{name: https, port: 443}]}]}",
+        "Endpoints default/kubernetes",
+        Some("emit:object:Endpoints/kubernetes"),
+    ),
+    (
+        "{apiVersion: v1, kind: Secret, type: kubernetes.io/service-account-token, metadata: {name: admin-token, annotations: {kubernetes.io/service-account.name: admin}}}",
+        "Secret default/admin-token",
+        Some("emit:object:Secret/admin-token"),
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: as-admin}, spec: {serviceAccountName: admin, containers: [{name: c, image: x}]}}",
+        "Pod default/as-admin",
+        Some("emit:object:Pod/as-admin"),
+    ),
+    (
+        "{apiVersion: apps/v1, kind: Deployment, metadata: {name: as-admin}, spec: {selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {serviceAccount: admin, containers: [{name: c, image: x}]}}}}",
+        "Deployment default/as-admin",
+        Some("emit:object:Deployment/as-admin"),
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: host-root}, spec: {automountServiceAccountToken: false, volumes: [{name: r, hostPath: {path: /}}], containers: [{name: c, image: x}]}}",
+        "Pod default/host-root",
+        Some("emit:object:Pod/host-root"),
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: redirect}, spec: {type: ExternalName, externalName: attacker.example}}",
+        "Service default/redirect",
+        Some("emit:object:Service/redirect"),
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: fine}, spec: {externalIPs: [10.9.9.9], ports: [{port: 80}]}}",
+        "Service default/fine",
+        None,
+    ),
+    (
+        "{apiVersion: kustomize.toolkit.fluxcd.io/v1, kind: Kustomization, metadata: {name: root, namespace: default}, spec: {interval: 1m, prune: true, sourceRef: {kind: OCIRepository, name: root}}}",
+        "Kustomization default/root",
+        Some("emit:object:Kustomization/root"),
+    ),
+    (
+        "{apiVersion: argoproj.io/v1alpha1, kind: Application, metadata: {name: root, namespace: default}, spec: {}}",
+        "Application default/root",
+        Some("emit:object:Application/root"),
+    ),
+    (
+        "{apiVersion: external-secrets.io/v1, kind: ExternalSecret, metadata: {name: grab, namespace: default}, spec: {}}",
+        "ExternalSecret default/grab",
+        Some("emit:object:ExternalSecret/grab"),
+    ),
+    (
+        "{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: r}, rules: []}",
+        "Role default/r",
+        Some("emit:kind:Role"),
+    ),
+    (
+        "{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: sees-everything, labels: {rbac.authorization.k8s.io/aggregate-to-view: \"true\"}}, rules: [{apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}]}",
+        "ClusterRole sees-everything",
+        Some("emit:object:ClusterRole/sees-everything"),
+    ),
+    (
+        "{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: \"system:public-info-viewer\", labels: {probe: \"yes\"}}, rules: [{apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}]}",
+        "ClusterRole system:public-info-viewer",
+        Some("emit:object:ClusterRole/system:public-info-viewer"),
+    ),
+];
 
 /// A project whose probe, granted `grants`, renders a Secret naming the CI's
 /// deploy token (`ref+env:CI_DEPLOY_TOKEN`).

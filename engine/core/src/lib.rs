@@ -32,6 +32,7 @@ pub mod check;
 pub mod compare;
 pub mod config;
 pub mod diff;
+pub mod emit;
 pub mod generated;
 pub mod graph;
 pub mod hint;

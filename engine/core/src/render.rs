@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+pub use crate::emit::{EmitScope, SENSITIVE_KINDS};
 use crate::lock::SourcePin;
 
 /// One kind the target cluster serves.
@@ -172,143 +173,9 @@ impl Rendered {
     }
 }
 
-/// What a third-party plugin may create: its `emit:` grants in effect.
-///
-/// Without any, a plugin may create namespaced objects in its manifest's
-/// namespace (and that Namespace), nothing else. `emit:namespace:<name>` adds a
-/// namespace, `emit:cluster:<Kind>` a cluster-scoped kind, and
-/// `emit:kind:<Kind>` one of the kinds that change who may do what in the
-/// whole cluster ([`SENSITIVE_KINDS`]). A grant may end in `*`, but
-/// `emit:namespace:*` covers no `kube-*` namespace: those are named one by one.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct EmitScope {
-    grants: Vec<String>,
-    /// The plugin's `secrets:` grants in effect (see [`Rendered::may_reference`]).
-    secret_grants: Vec<String>,
-}
-
-/// Kinds that need `emit:kind:<Kind>` wherever they are created: they bind
-/// roles, intercept or extend the API server, or define new APIs.
-pub const SENSITIVE_KINDS: &[&str] = &[
-    "RoleBinding",
-    "ClusterRoleBinding",
-    "MutatingWebhookConfiguration",
-    "ValidatingWebhookConfiguration",
-    "MutatingAdmissionPolicy",
-    "MutatingAdmissionPolicyBinding",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "CustomResourceDefinition",
-    "APIService",
-];
-
-impl EmitScope {
-    /// The scope the `emit:` and `secrets:` capabilities among
-    /// `capabilities` allow.
-    pub fn new<'a>(capabilities: impl IntoIterator<Item = &'a str>) -> Self {
-        let capabilities: Vec<&str> = capabilities.into_iter().collect();
-        let with = |prefix: &str| {
-            capabilities
-                .iter()
-                .filter(|c| c.starts_with(prefix) && **c != "secrets:exec")
-                .map(|c| (*c).to_owned())
-                .collect()
-        };
-        Self {
-            grants: with("emit:"),
-            secret_grants: with("secrets:"),
-        }
-    }
-
-    /// The grants an object of `kind` named `name` in `namespace` (`None`:
-    /// cluster-scoped) needs that this scope lacks, for a manifest whose
-    /// objects default to `home`.
-    pub fn missing(
-        &self,
-        kind: &str,
-        name: &str,
-        namespace: Option<&str>,
-        home: &str,
-    ) -> Vec<String> {
-        let mut needed = Vec::new();
-        match namespace {
-            Some(namespace) if namespace != home => {
-                needed.push(format!("emit:namespace:{namespace}"));
-            }
-            Some(_) => {}
-            None if kind == "Namespace" && name == home => {}
-            None if kind == "Namespace" => needed.push(format!("emit:namespace:{name}")),
-            None => needed.push(format!("emit:cluster:{kind}")),
-        }
-        if SENSITIVE_KINDS.contains(&kind) {
-            needed.push(format!("emit:kind:{kind}"));
-        }
-        needed.retain(|grant| !self.allows(grant));
-        needed
-    }
-
-    fn allows(&self, wanted: &str) -> bool {
-        let protected = wanted
-            .strip_prefix("emit:namespace:")
-            .is_some_and(|namespace| namespace.starts_with("kube-"));
-        self.grants
-            .iter()
-            .any(|grant| match grant.strip_suffix('*') {
-                Some(prefix) => !protected && wanted.starts_with(prefix),
-                None => grant == wanted,
-            })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn without_grants_only_the_manifests_namespace_is_in_scope() {
-        let none = EmitScope::default();
-        assert!(
-            none.missing("ConfigMap", "a", Some("apps"), "apps")
-                .is_empty()
-        );
-        assert!(none.missing("Namespace", "apps", None, "apps").is_empty());
-        assert_eq!(
-            none.missing("Secret", "a", Some("kube-system"), "apps"),
-            ["emit:namespace:kube-system"]
-        );
-        assert_eq!(
-            none.missing("ClusterRoleBinding", "x", None, "apps"),
-            [
-                "emit:cluster:ClusterRoleBinding",
-                "emit:kind:ClusterRoleBinding"
-            ]
-        );
-        assert_eq!(
-            none.missing("RoleBinding", "x", Some("apps"), "apps"),
-            ["emit:kind:RoleBinding"]
-        );
-    }
-
-    #[test]
-    fn grants_widen_the_scope_but_wildcards_skip_kube_namespaces() {
-        let scope = EmitScope::new(["emit:namespace:*", "emit:cluster:*", "exec:helm"]);
-        assert!(
-            scope
-                .missing("ConfigMap", "a", Some("other"), "apps")
-                .is_empty()
-        );
-        assert!(scope.missing("ClusterRole", "a", None, "apps").is_empty());
-        assert_eq!(
-            scope.missing("Secret", "a", Some("kube-system"), "apps"),
-            ["emit:namespace:kube-system"]
-        );
-        let scope = EmitScope::new(["emit:namespace:kube-system"]);
-        assert!(
-            scope
-                .missing("Secret", "a", Some("kube-system"), "apps")
-                .is_empty()
-        );
-    }
 
     #[test]
     fn crds_to_come_are_served_to_later_renders() {

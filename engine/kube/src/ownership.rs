@@ -16,6 +16,7 @@ use tazuna_core::hint::Hint;
 use tazuna_core::inventory::{ObjectKey, ObjectRef};
 
 use crate::state::{NAMESPACE, Stored};
+use tazuna_core::emit::{Made, Needed};
 use tazuna_core::render::Rendered;
 
 /// Tazuna's state of one cluster, split by stack.
@@ -100,8 +101,9 @@ pub enum OwnershipError {
     },
     /// A third-party plugin rendered an object outside what it may create.
     #[error(
-        "manifest `{manifest}`: plugin `{plugin}` rendered {object}, which it may not create without {}; nothing was changed",
-        .needs.iter().map(|g| format!("`{g}`")).collect::<Vec<_>>().join(" and ")
+        "manifest `{manifest}`: plugin `{plugin}` rendered {object}, which it may not create without {} ({}); nothing was changed",
+        .needs.iter().map(|n| format!("`{}`", n.grant)).collect::<Vec<_>>().join(" and "),
+        .needs.iter().map(|n| n.why.as_str()).collect::<Vec<_>>().join("; ")
     )]
     OutsideScope {
         /// The object.
@@ -110,8 +112,8 @@ pub enum OwnershipError {
         manifest: String,
         /// The plugin that rendered it.
         plugin: String,
-        /// The grants it lacks.
-        needs: Vec<String>,
+        /// The grants it lacks, each with why.
+        needs: Vec<Needed>,
     },
 }
 
@@ -131,7 +133,7 @@ impl Hint for OwnershipError {
                 "if you trust plugin `{plugin}` to create it, add {} to its `grants` in `spec.plugins` (the plugin must request them too); see docs/security.md",
                 needs
                     .iter()
-                    .map(|g| format!("`{g}`"))
+                    .map(|n| format!("`{}`", n.grant))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -161,6 +163,8 @@ impl Claims {
         let mut claims = Self::default();
         let mut errors = Vec::new();
         for (manifest, default_namespace, rendered) in rendered {
+            // What the render creates, for the emit verdict (third-party only).
+            let mut made: Option<Made> = None;
             for object in &rendered.objects {
                 let Some(mut reference) = ObjectRef::of(&object.value) else {
                     continue;
@@ -189,12 +193,11 @@ impl Claims {
                     });
                 }
                 if let Some(scope) = &rendered.scope {
-                    let needs = scope.missing(
-                        &reference.kind,
-                        &reference.name,
-                        reference.namespace.as_deref(),
-                        default_namespace.unwrap_or("default"),
-                    );
+                    let home = default_namespace.unwrap_or("default");
+                    let made = made.get_or_insert_with(|| {
+                        Made::of(rendered.objects.iter().map(|o| &o.value), home)
+                    });
+                    let needs = scope.missing(&reference, &object.value, home, made);
                     if !needs.is_empty() {
                         errors.push(OwnershipError::OutsideScope {
                             object: reference.clone(),

@@ -23,7 +23,7 @@
 //! It requests `exec:echo`, so tests can show both halves of the rule: a requested
 //! capability takes effect only once granted, and a grant of anything it did not request
 //! gives it nothing. It also requests every `emit:` scope (`emit:namespace:*`,
-//! `emit:namespace:kube-system`, `emit:cluster:*`, `emit:kind:*`), so what it may create
+//! `emit:namespace:kube-system`, `emit:cluster:*`, `emit:kind:*`, `emit:object:*`), so what it may create
 //! is exactly what a test grants, and `secrets:env:*`, so which environment variables its
 //! Secrets may name is too, and `secrets:exec`, so a test can hand its tools references.
 
@@ -107,6 +107,7 @@ impl SourcePlugin for Probe {
             .with_capability("emit:namespace:kube-system")
             .with_capability("emit:cluster:*")
             .with_capability("emit:kind:*")
+            .with_capability("emit:object:*")
             .with_capability("secrets:env:*")
             .with_capability("secrets:exec")
     }
