@@ -1636,4 +1636,115 @@ spec:
         message.starts_with(" trust:"),
         "a login file was found: {message}"
     );
+
+    // Content that starts the granted helm at render time (a name built
+    // through `tpl`, which no text check sees) can ask a named host with a
+    // login for a token. The forwarder signs a pull; a push scope, in any
+    // spelling a token server decodes, never leaves Tazuna. A listener on
+    // a named port with a login stands in for the token server.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let log = heard.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                use std::io::{Read as _, Write as _};
+                let mut stream = stream;
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                log.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&head));
+                let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+            });
+        }
+    });
+    write(
+        root,
+        "docker/config.json",
+        &format!(
+            r#"{{"auths": {{"{host}": {{"auth": "cm9ib3Q6czNjcmV0LXBhc3M="}}, "127.0.0.1:{port}": {{"auth": "cm9ib3Q6czNjcmV0LXBhc3M="}}}}}}"#
+        ),
+    );
+    edit(
+        &root.join("project/tazuna.yaml"),
+        "            plainHttp: true\n",
+        &format!(
+            "            plainHttp: true\n            vars:\n              tokens: {{from: static, static: \"http://127.0.0.1:{port}/token\"}}\n"
+        ),
+    );
+    for (version, query) in [
+        ("2.0.0", "service=r&scope=repository:charts/hello:pull"),
+        (
+            "3.0.0",
+            "service=r&scope=repository:charts/hello:pull&sc%%6fpe=repository:charts/hello:push",
+        ),
+        ("4.0.0", "service=r&scope=repository:charts/hello:push"),
+    ] {
+        write(
+            root,
+            "push/platform/helmfile.yaml.gotmpl",
+            &format!(
+                "{{{{- $t := tpl (printf \"{{{{ %s%s \\\"helm\\\" (list \\\"pull\\\" \\\"http://127.0.0.1:{port}/token?{query}\\\" \\\"-d\\\" (env \\\"TMPDIR\\\")) }}}}\" \"ex\" \"ec\") . -}}}}\nreleases:\n  - name: bundled\n    chart: oci://{host}/charts/hello\n    version: 0.1.0\n"
+            ),
+        );
+        succeed(
+            Command::new(&oras)
+                .current_dir(root.join("push"))
+                .env("HOME", &home)
+                .args([
+                    "push",
+                    "--plain-http",
+                    "-u",
+                    "robot",
+                    "-p",
+                    "s3cret-pass",
+                    &format!("{host}/platform/helmfile:{version}"),
+                    "platform",
+                ]),
+        );
+        let current = std::fs::read_to_string(root.join("project/tazuna.yaml")).unwrap();
+        let previous = current
+            .split("platform/helmfile:")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned();
+        edit(
+            &root.join("project/tazuna.yaml"),
+            &format!("helmfile:{previous}"),
+            &format!("helmfile:{version}"),
+        );
+        heard.lock().unwrap().clear();
+        let mut build = tazuna(&tools, &root.join("project"));
+        build
+            .env("HOME", &home)
+            .env_remove("HELM_REGISTRY_CONFIG")
+            .env("DOCKER_CONFIG", &docker)
+            .arg("build");
+        let built = output(&mut build);
+        let said = text(&built);
+        assert!(!said.contains("s3cret"), "{version}: {said}");
+        let heard = heard.lock().unwrap().clone();
+        if version == "2.0.0" {
+            // The control: the channel works, and the pull is signed.
+            assert!(
+                heard.contains("scope=repository:charts/hello:pull")
+                    && heard.contains("Authorization: Basic cm9ib3Q6czNjcmV0LXBhc3M="),
+                "{version}: the listener heard {heard:?}; {said}"
+            );
+        } else {
+            assert!(
+                !heard.contains("/token"),
+                "{version}: a push scope reached the token server: {heard:?}"
+            );
+            assert!(said.contains("403 Refused by Tazuna"), "{version}: {said}");
+        }
+    }
 }

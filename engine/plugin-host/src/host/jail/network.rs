@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::signing::Logins;
+use super::signing::{Logins, Wire};
 
 /// A host and port a tool may reach, because the manifest names it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -151,7 +151,14 @@ pub(super) fn serve(
 /// one of `logins` is for it, else byte for byte.
 pub(super) fn forward(inbound: TcpStream, outbound: TcpStream, target: &Endpoint, logins: &Logins) {
     if logins.covers(target) {
-        super::signing::sign(inbound, outbound, target, logins);
+        // A login crosses the network only over TLS; on loopback it stays
+        // on this machine whichever way the registry speaks.
+        let wire = if target.is_loopback() {
+            Wire::AsTheTool
+        } else {
+            Wire::Tls
+        };
+        super::signing::sign(inbound, outbound, target, logins, wire);
     } else {
         splice(inbound, outbound);
     }

@@ -277,14 +277,42 @@ impl Authority {
     }
 }
 
+/// How the login may travel to a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wire {
+    /// Only over TLS: a host across the network, reached through the
+    /// jail's proxy.
+    Tls,
+    /// As the tool speaks: a host on this machine's loopback.
+    AsTheTool,
+}
+
 /// Carry one connection from the tool (`inbound`) to `target` (`outbound`,
 /// already connected to an address the jail allows), signing its request.
-pub(super) fn sign(inbound: TcpStream, outbound: TcpStream, target: &Endpoint, logins: &Logins) {
+pub(super) fn sign(
+    inbound: TcpStream,
+    outbound: TcpStream,
+    target: &Endpoint,
+    logins: &Logins,
+    wire: Wire,
+) {
     let _ = inbound.set_read_timeout(Some(SILENCE));
     let _ = outbound.set_read_timeout(Some(SILENCE));
     let mut first = [0u8; 1];
     // TLS begins with a handshake record (0x16); plain HTTP with a method.
     let tls = matches!(inbound.peek(&mut first), Ok(1) if first[0] == 0x16);
+    if !tls && wire == Wire::Tls {
+        // A tool that speaks plain HTTP in a tunnel to a host across the
+        // network would have the login cross it in the clear.
+        let mut client = inbound;
+        let _ = refuse(
+            &mut client,
+            400,
+            &format!("Tazuna sends a login to `{target}` only over TLS"),
+        );
+        finish(&client);
+        return;
+    }
     if !tls {
         let (mut client, mut upstream) = (inbound, outbound);
         let _ = relay(&mut client, &mut upstream, target, logins);
@@ -375,29 +403,31 @@ fn judge(head: &[u8], target: &Endpoint, logins: &Logins) -> Verdict {
     if !path.starts_with('/') {
         return Verdict::Refuse(400, format!("a request target Tazuna cannot read: `{uri}`"));
     }
-    if let Some(scope) = refused_scope(path) {
-        return Verdict::Refuse(
-            403,
-            format!(
-                "a tool in Tazuna's jail only pulls; the token scope `{scope}` is not asked for"
-            ),
-        );
+    if let Some(problem) = refused_query(path) {
+        return Verdict::Refuse(403, problem);
     }
-    let mut out = format!("{method} {path} {version}\r\n");
+    // The host is the named one, whatever the tool says: a front end that
+    // routes by `Host` must not take the login elsewhere.
+    let name = if target.host.contains(':') {
+        format!("[{}]", target.host)
+    } else {
+        target.host.clone()
+    };
+    let host = match target.port {
+        443 => name,
+        port => format!("{name}:{port}"),
+    };
+    let mut out = format!("{method} {path} {version}\r\nHost: {host}\r\n");
     let mut authorized = false;
     for line in lines.filter(|line| !line.is_empty()) {
         let Some((name, value)) = line.split_once(':') else {
             return Verdict::Refuse(400, "a header Tazuna cannot read".to_owned());
         };
-        let lower = name.trim().to_ascii_lowercase();
+        if name != name.trim() || name.is_empty() {
+            return Verdict::Refuse(400, "a header Tazuna cannot read".to_owned());
+        }
+        let lower = name.to_ascii_lowercase();
         match lower.as_str() {
-            "connection"
-            | "proxy-connection"
-            | "keep-alive"
-            | "proxy-authorization"
-            | "te"
-            | "upgrade"
-            | "expect" => continue,
             "transfer-encoding" => {
                 return Verdict::Refuse(400, "a read with a body is not sent".to_owned());
             }
@@ -405,7 +435,16 @@ fn judge(head: &[u8], target: &Endpoint, logins: &Logins) -> Verdict {
                 return Verdict::Refuse(400, "a read with a body is not sent".to_owned());
             }
             "authorization" => authorized = true,
-            _ => {}
+            // What a registry client sends on a read; every other header
+            // (`Host`, method overrides, forwarding headers) stays here.
+            "user-agent"
+            | "accept"
+            | "accept-encoding"
+            | "range"
+            | "if-none-match"
+            | "if-modified-since"
+            | "docker-distribution-api-version" => {}
+            _ => continue,
         }
         out.push_str(line);
         out.push_str("\r\n");
@@ -419,22 +458,43 @@ fn judge(head: &[u8], target: &Endpoint, logins: &Logins) -> Verdict {
     Verdict::Forward(out.into_bytes())
 }
 
-/// The first token scope in `path`'s query that asks for more than `pull`
-/// of a repository (`repository:app:pull,push`, `registry:catalog:*`).
-fn refused_scope(path: &str) -> Option<String> {
-    let query = path.split_once('?')?.1;
-    for pair in query.split('&') {
-        let Some(("scope", value)) = pair.split_once('=') else {
-            continue;
-        };
+/// What is wrong with `path`'s query for a signed read, if anything. Its
+/// parameters are read as the registry's Go or Python server reads them
+/// (names and values percent-decoded, `+` a space) and allowed by name:
+/// token parameters (`scope`, each `repository:<name>:pull`, and `service`,
+/// `account`, `client_id`) and paging (`n`, `last`, `artifactType`). A
+/// refresh token (`offline_token`), a `;` separator (which Go refuses and
+/// others read as `&`) and every other name are refused.
+fn refused_query(path: &str) -> Option<String> {
+    let (_, query) = path.split_once('?')?;
+    if query.contains([';', '?', '#']) {
+        return Some(format!(
+            "a query Tazuna does not read the way every server does: `{query}`"
+        ));
+    }
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = percent_decode(&key.replace('+', " "));
         let value = percent_decode(&value.replace('+', " "));
-        for scope in value.split(' ').filter(|s| !s.is_empty()) {
-            let allowed = scope.strip_prefix("repository:").is_some_and(|rest| {
-                rest.rsplit_once(':')
-                    .is_some_and(|(_, actions)| actions.split(',').all(|a| a == "pull"))
-            });
-            if !allowed {
-                return Some(scope.to_owned());
+        match key.as_str() {
+            "scope" => {
+                for scope in value.split(' ').filter(|s| !s.is_empty()) {
+                    let pull = scope.strip_prefix("repository:").is_some_and(|rest| {
+                        rest.rsplit_once(':')
+                            .is_some_and(|(_, actions)| actions.split(',').all(|a| a == "pull"))
+                    });
+                    if !pull {
+                        return Some(format!(
+                            "a tool in Tazuna's jail only pulls; the token scope `{scope}` is not asked for"
+                        ));
+                    }
+                }
+            }
+            "service" | "account" | "client_id" | "n" | "last" | "artifactType" => {}
+            other => {
+                return Some(format!(
+                    "a tool in Tazuna's jail only reads; the query parameter `{other}` is not sent"
+                ));
             }
         }
     }
@@ -471,18 +531,17 @@ fn relay(
     let head = read_head(tool)?;
     let head_request = head.starts_with(b"HEAD ");
     match judge(&head, target, logins) {
-        Verdict::Refuse(status, reason) => {
-            let body = format!("{reason}\n");
-            write!(
-                tool,
-                "HTTP/1.1 {status} Refused by Tazuna\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            )?;
-            tool.flush()
-        }
+        Verdict::Refuse(status, reason) => refuse(tool, status, &reason),
         Verdict::Forward(head) => {
-            registry.write_all(&head)?;
-            registry.flush()?;
+            // The TLS handshake with the registry happens here: say why it
+            // failed (an unknown certificate authority, say), not just EOF.
+            if let Err(error) = registry.write_all(&head).and_then(|()| registry.flush()) {
+                return refuse(
+                    tool,
+                    502,
+                    &format!("Tazuna could not send the request on to `{target}`: {error}"),
+                );
+            }
             let answer = read_head(registry)?;
             tool.write_all(&answer)?;
             let status = String::from_utf8_lossy(&answer)
@@ -507,6 +566,17 @@ fn relay(
             tool.flush()
         }
     }
+}
+
+/// Answer the tool with `status` and `reason`, from Tazuna.
+fn refuse(tool: &mut impl Write, status: u16, reason: &str) -> io::Result<()> {
+    let body = format!("{reason}\n");
+    write!(
+        tool,
+        "HTTP/1.1 {status} Refused by Tazuna\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )?;
+    tool.flush()
 }
 
 /// Copy until the registry closes; a TLS peer that closes without
@@ -603,14 +673,14 @@ mod tests {
     fn a_read_is_signed_and_a_token_the_tool_brings_is_kept() {
         let target = endpoint("127.0.0.1", 5000);
         let head = forwarded(judge(
-            b"GET /v2/charts/hello/manifests/0.1.0 HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nConnection: keep-alive\r\nProxy-Authorization: x\r\n\r\n",
+            b"GET /v2/charts/hello/manifests/0.1.0 HTTP/1.1\r\nHost: evil.example\r\nConnection: keep-alive\r\nProxy-Authorization: x\r\nX-HTTP-Method-Override: PUT\r\nX-Forwarded-Host: evil.example\r\nAccept: */*\r\n\r\n",
             &target,
             &logins(),
         ));
         assert_eq!(
             head,
             format!(
-                "GET /v2/charts/hello/manifests/0.1.0 HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nAuthorization: Basic {ROBOT}\r\nConnection: close\r\n\r\n"
+                "GET /v2/charts/hello/manifests/0.1.0 HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nAccept: */*\r\nAuthorization: Basic {ROBOT}\r\nConnection: close\r\n\r\n"
             )
         );
         let head = forwarded(judge(
@@ -620,7 +690,7 @@ mod tests {
         ));
         assert_eq!(
             head,
-            "HEAD /v2/ HTTP/1.1\r\nauthorization: Bearer abc\r\nConnection: close\r\n\r\n"
+            "HEAD /v2/ HTTP/1.1\r\nHost: 127.0.0.1:5000\r\nauthorization: Bearer abc\r\nConnection: close\r\n\r\n"
         );
         let head = forwarded(judge(
             b"GET /token?service=r&scope=repository%3Acharts%2Fhello%3Apull HTTP/1.1\r\n\r\n",
@@ -646,6 +716,14 @@ mod tests {
             "GET /token?scope=repository:a:pull+repository:b:delete HTTP/1.1\r\n\r\n",
             "GET /token?scope=repository:a:pull&scope=repository:b:* HTTP/1.1\r\n\r\n",
             "GET /token?scope=registry:catalog:* HTTP/1.1\r\n\r\n",
+            // Spellings a server decodes to a scope, or to more than a pull.
+            "GET /token?scope=repository:a:pull&sc%6fpe=repository:a:push HTTP/1.1\r\n\r\n",
+            "GET /token?scope=repository:a:pull&SCOPE=repository:a:push HTTP/1.1\r\n\r\n",
+            "GET /token?scope=repository:a:pull;scope=repository:a:push HTTP/1.1\r\n\r\n",
+            "GET /token?scope=repository:a:pull&offline_token=true HTTP/1.1\r\n\r\n",
+            "GET /token?%73cope=repository:a:delete HTTP/1.1\r\n\r\n",
+            "GET /v2/?x=1 HTTP/1.1\r\n\r\n",
+            "GET /v2/ HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n",
             "GET /v2/ HTTP/1.1 extra\r\n\r\n",
             "GET v2 HTTP/1.1\r\n\r\n",
         ] {
@@ -674,13 +752,19 @@ mod tests {
     }
 
     /// `sign` between a fresh client connection and `port`; the client end.
-    fn through_forwarder(port: u16, logins: Logins) -> TcpStream {
+    fn through_forwarder(port: u16, logins: Logins, wire: Wire) -> TcpStream {
         let front = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let address = front.local_addr().unwrap();
         std::thread::spawn(move || {
             let (inbound, _) = front.accept().unwrap();
             let outbound = TcpStream::connect((Ipv4Addr::LOCALHOST, port)).unwrap();
-            sign(inbound, outbound, &endpoint("127.0.0.1", port), &logins);
+            sign(
+                inbound,
+                outbound,
+                &endpoint("127.0.0.1", port),
+                &logins,
+                wire,
+            );
         });
         TcpStream::connect(address).unwrap()
     }
@@ -699,7 +783,7 @@ mod tests {
     #[test]
     fn plain_http_reaches_the_registry_signed_and_the_answer_comes_back() {
         let (port, seen) = registry(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello and more");
-        let mut client = through_forwarder(port, logins_for(port));
+        let mut client = through_forwarder(port, logins_for(port), Wire::AsTheTool);
         client
             .write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n\r\n")
             .unwrap();
@@ -714,10 +798,30 @@ mod tests {
     }
 
     #[test]
+    fn a_login_crosses_the_network_only_over_tls() {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut client = through_forwarder(port, logins_for(port), Wire::Tls);
+        client
+            .write_all(b"GET /v2/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        let (mut registry, _) = listener.accept().unwrap();
+        registry
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut got = Vec::new();
+        let _ = registry.read_to_end(&mut got);
+        assert!(got.is_empty(), "the registry got {got:?}");
+    }
+
+    #[test]
     fn a_write_never_reaches_the_registry() {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
-        let mut client = through_forwarder(port, logins_for(port));
+        let mut client = through_forwarder(port, logins_for(port), Wire::AsTheTool);
         client
             .write_all(
                 b"PUT /v2/charts/hello/manifests/evil HTTP/1.1\r\nContent-Length: 4\r\n\r\ndata",
@@ -735,13 +839,16 @@ mod tests {
         assert!(got.is_empty(), "the registry got {got:?}");
     }
 
-    #[test]
-    fn tls_is_answered_for_the_named_host_and_signed_on_to_the_registry() {
-        // The registry: TLS with its own authority, which the host trusts.
+    /// A GET through the forwarder to a TLS registry, from a tool that
+    /// trusts only the run's authority; with `trusted`, the host trusts the
+    /// registry's. What the tool reads, and what the registry saw.
+    fn tls_round_trip(trusted: bool) -> (String, Option<String>) {
         let registry_ca = Authority::new(Arc::new(rustls::RootCertStore::empty())).unwrap();
         let registry_tls = registry_ca.server_for("127.0.0.1").unwrap();
         let mut roots = rustls::RootCertStore::empty();
-        roots.add(registry_ca.ca_der.clone()).unwrap();
+        if trusted {
+            roots.add(registry_ca.ca_der.clone()).unwrap();
+        }
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = std::thread::spawn(move || {
@@ -750,12 +857,12 @@ mod tests {
                 rustls::ServerConnection::new(registry_tls).unwrap(),
                 stream,
             );
-            let head = read_head(&mut tls).unwrap();
+            let head = read_head(&mut tls).ok()?;
             tls.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                 .unwrap();
             tls.conn.send_close_notify();
             let _ = tls.flush();
-            String::from_utf8(head).unwrap()
+            Some(String::from_utf8(head).unwrap())
         });
         let mut logins = logins_for(port);
         logins.authority = Some(Arc::new(Authority::new(Arc::new(roots)).unwrap()));
@@ -769,7 +876,7 @@ mod tests {
             .unwrap()
             .with_root_certificates(tool_roots)
             .with_no_client_auth();
-        let client = through_forwarder(port, logins);
+        let client = through_forwarder(port, logins, Wire::Tls);
         let mut tls = rustls::StreamOwned::new(
             rustls::ClientConnection::new(
                 Arc::new(tool_config),
@@ -782,14 +889,27 @@ mod tests {
             .unwrap();
         let mut answer = Vec::new();
         copy_to_end(&mut tls, &mut answer).unwrap();
-        assert_eq!(
-            String::from_utf8(answer).unwrap(),
-            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-        );
-        let seen = seen.join().unwrap();
+        (String::from_utf8(answer).unwrap(), seen.join().unwrap())
+    }
+
+    #[test]
+    fn tls_is_answered_for_the_named_host_and_signed_on_to_the_registry() {
+        let (answer, seen) = tls_round_trip(true);
+        assert_eq!(answer, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        let seen = seen.expect("the registry got the request");
         assert!(
             seen.contains(&format!("Authorization: Basic {ROBOT}")),
             "{seen}"
         );
+    }
+
+    #[test]
+    fn a_registry_the_host_does_not_trust_gets_nothing_and_the_tool_hears_why() {
+        let (answer, seen) = tls_round_trip(false);
+        assert!(
+            answer.starts_with("HTTP/1.1 502") && answer.contains("UnknownIssuer"),
+            "{answer}"
+        );
+        assert_eq!(seen, None);
     }
 }
