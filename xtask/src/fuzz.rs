@@ -1,11 +1,12 @@
-//! `cargo xtask fuzz`: the config loader's fuzz target (`fuzz/`), run with
+//! `cargo xtask fuzz`: the fuzz targets of `fuzz/` (the config loader and rendered objects), run with
 //! libFuzzer for a bounded time.
 //!
 //! cargo-fuzz is installed from crates.io at a pinned version into
 //! `~/.cache/tazuna-dev/cargo-fuzz-<version>/`, and runs on the nightly
 //! toolchain (which the machine's rustup carries). Inputs libFuzzer finds
-//! go to a scratch corpus; the seeds in `fuzz/seeds/` (the config cases of
-//! `engine/core/tests/cases/`) are read, never written. A crash, a hang past
+//! go to a scratch corpus; the seeds in `fuzz/seeds/<target>/` (the config cases of
+//! `engine/core/tests/cases/`, and rendered objects that reach each rule of the
+//! emit verdict) are read, never written. A crash, a hang past
 //! `--timeout` or a run past `--rss-limit-mb` fails the task and leaves the
 //! input in `fuzz/artifacts/`.
 
@@ -20,7 +21,7 @@ use crate::test::{root, run};
 /// The cargo-fuzz release used.
 const CARGO_FUZZ_VERSION: &str = "0.13.1";
 
-/// Fuzz the config loader for a bounded time.
+/// Fuzz the config loader and rendered objects for a bounded time.
 #[derive(Debug, Args)]
 pub struct Fuzz {
     /// How long to fuzz, in seconds.
@@ -43,17 +44,26 @@ impl Fuzz {
         let mut path = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
             .collect::<Vec<_>>();
         path.insert(0, bin);
-        run(Command::new("rustup")
-            .current_dir(root.join("fuzz"))
-            .env("PATH", std::env::join_paths(path)?)
-            .args(["run", "nightly", "cargo", "fuzz", "run", "config_loader"])
-            .arg(&corpus)
-            .arg("seeds/config_loader")
-            .arg("--")
-            .arg(format!("-max_total_time={}", self.seconds))
-            .arg(format!("-rss_limit_mb={}", self.rss_limit_mb))
-            .arg(format!("-timeout={}", self.timeout))
-            .arg("-max_len=262144"))?;
+        let path = std::env::join_paths(path)?;
+        // The time is shared between the targets, the loader taking half.
+        for (target, seconds) in [
+            ("config_loader", self.seconds.div_ceil(2)),
+            ("rendered_object", self.seconds / 2),
+        ] {
+            let corpus = corpus.join(target);
+            std::fs::create_dir_all(&corpus)?;
+            run(Command::new("rustup")
+                .current_dir(root.join("fuzz"))
+                .env("PATH", &path)
+                .args(["run", "nightly", "cargo", "fuzz", "run", target])
+                .arg(&corpus)
+                .arg(format!("seeds/{target}"))
+                .arg("--")
+                .arg(format!("-max_total_time={}", seconds.max(1)))
+                .arg(format!("-rss_limit_mb={}", self.rss_limit_mb))
+                .arg(format!("-timeout={}", self.timeout))
+                .arg("-max_len=262144"))?;
+        }
         let _ = std::fs::remove_dir_all(&corpus);
         Ok(())
     }

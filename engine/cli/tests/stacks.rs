@@ -306,6 +306,51 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
         version_before,
         "C rewrote B's state"
     );
+    // D, a team's file, renders B's object under a manifest of its own:
+    // plan and apply refuse it before any write, naming B's stack, and
+    // B's object keeps B's content.
+    let d = project(&[
+        (
+            "tazuna.yaml",
+            &config(
+                Some("intruder"),
+                &[entry("takeover", "d.yaml", Some("default"), "")],
+            ),
+        ),
+        (
+            "d.yaml",
+            &format!(
+                "{}---\n{}",
+                configmap("d-cm", None),
+                configmap("team-cm", None).replace("k: v", "k: taken")
+            ),
+        ),
+    ]);
+    for verb in ["plan", "apply"] {
+        let refused = run(&cluster, d.path(), &[verb]);
+        assert_eq!(refused.status.code(), Some(1), "{verb}: {}", text(&refused));
+        let err = stderr(&refused);
+        assert!(
+            err.contains("renders v1 ConfigMap default/team-cm, which stack `squad` applied (its manifest `team`)")
+                && err.contains("hint: remove the object from manifest `takeover`"),
+            "{verb}: {}",
+            text(&refused)
+        );
+    }
+    assert!(
+        !exists(&cluster, &["-n", "default", "configmap", "d-cm"]),
+        "D wrote an object before it was refused"
+    );
+    assert_eq!(
+        kubectl_json(&cluster, &["-n", "default", "get", "configmap", "team-cm"])["data"]["k"],
+        "v",
+        "D changed B's object"
+    );
+    assert!(
+        !state_names(&cluster).contains(&"tazuna-manifest-takeover".to_owned()),
+        "D wrote state"
+    );
+
     // B still sees exactly what it applied.
     let plan = run(&cluster, b, &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));

@@ -729,9 +729,12 @@ impl Stack {
         }
     }
 
-    /// Manifest names of this file that another stack owns are refused.
-    fn check_names(&self, states: &StackStates) -> Result<(), RunError> {
-        let taken = states.taken(self.config.manifests.iter().map(|m| m.name.as_str()));
+    /// Manifest names of this file that another stack owns, and objects of
+    /// this run that another stack applied, are refused (the claim verdict,
+    /// [`StackStates::claimed`]).
+    fn check_names(&self, states: &StackStates, claims: &Claims) -> Result<(), RunError> {
+        let mut taken = states.taken(self.config.manifests.iter().map(|m| m.name.as_str()));
+        taken.extend(states.claimed(claims));
         if taken.is_empty() {
             Ok(())
         } else {
@@ -810,7 +813,7 @@ impl Stack {
         let Connection { cluster, store } = connection;
         // Read under the Lease: what another run wrote before it is seen.
         let states = self.states(connection).await?;
-        self.check_names(&states)?;
+        self.check_names(&states, &claims)?;
         let complete = rendered.iter().all(Result::is_ok);
         if !complete && options.prune != Prune::Off && options.mode == Mode::Apply {
             self.notice(
@@ -818,7 +821,8 @@ impl Stack {
             );
         }
         let declared = self.declared();
-        let ownership = Ownership::new(claims, &states.own, &declared, complete);
+        let ownership = Ownership::new(claims, &states.own, &declared, complete)
+            .with_other_stacks(&states.others);
         let hash_key = match options.mode {
             Mode::Apply => store.ensure_hash_key().await?,
             Mode::DryRun => store.hash_key().await?.unwrap_or_default(),
@@ -1035,13 +1039,14 @@ impl Stack {
         let states = self.states(connection).await?;
         let pairs: Vec<(&Manifest, &Rendered)> =
             intents_rendered.iter().map(|(m, r)| (*m, r)).collect();
-        self.check_names(&states)?;
         let claims = self.claims(&connection.cluster, &pairs)?;
+        self.check_names(&states, &claims)?;
         if question == Question::Plan {
             self.check_namespaces(&connection.cluster, &pairs).await?;
         }
         let declared = self.declared();
-        let ownership = Ownership::new(claims, &states.own, &declared, true);
+        let ownership =
+            Ownership::new(claims, &states.own, &declared, true).with_other_stacks(&states.others);
         let hash_key = connection.store.hash_key().await?;
         let intents: Vec<Intent> = intents_rendered
             .iter()
@@ -1136,13 +1141,16 @@ impl Stack {
         }
         let outcome = async {
             // Read again under the lock: another run may have changed it.
-            let own = self.states(connection).await?.own;
-            let (doomed, rest): (BTreeMap<_, _>, BTreeMap<_, _>) = own
+            let states = self.states(connection).await?;
+            let (doomed, rest): (BTreeMap<_, _>, BTreeMap<_, _>) = states
+                .own
                 .into_iter()
                 .partition(|(name, _)| chosen.contains_key(name));
-            // Objects a manifest that stays also records are left to it.
+            // Objects a manifest that stays, or another stack, also records
+            // are left to it.
             let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
-            let ownership = Ownership::new(Claims::default(), &rest, &staying, true);
+            let ownership = Ownership::new(Claims::default(), &rest, &staying, true)
+                .with_other_stacks(&states.others);
             let settings = teardown_settings(deletion_timeout);
             let run = Run {
                 cluster: &connection.cluster,

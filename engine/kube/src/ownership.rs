@@ -62,6 +62,34 @@ impl StackStates {
             })
             .collect()
     }
+
+    /// The claim verdict: each object this run's `claims` give a manifest
+    /// that another stack's state records, with that stack. A stack never
+    /// takes over what another applied; once that stack forgets the object
+    /// (`tazuna state forget`, or its destroy), it is free. Records without a
+    /// stack (Go Tazuna's) are not a stack's claim.
+    pub fn claimed(&self, claims: &Claims) -> Vec<OwnershipError> {
+        let mut refused = Vec::new();
+        for (theirs, stored) in &self.others {
+            let Some(stack) = stored.state.stack.as_deref() else {
+                continue;
+            };
+            for entry in &stored.state.objects {
+                let object = entry.object();
+                if let Some(manifest) = claims.owner(&object.key()) {
+                    refused.push(OwnershipError::ClaimedByOtherStack {
+                        object: object.clone(),
+                        manifest: manifest.to_owned(),
+                        stack: stack.to_owned(),
+                        theirs: theirs.clone(),
+                    });
+                }
+            }
+        }
+        refused.sort_by(|a, b| a.to_string().cmp(&b.to_string()));
+        refused.dedup();
+        refused
+    }
 }
 
 /// Why a run refuses to start writing.
@@ -99,6 +127,20 @@ pub enum OwnershipError {
         /// The manifest.
         manifest: String,
     },
+    /// A rendered object is one another stack applied.
+    #[error(
+        "manifest `{manifest}` renders {object}, which stack `{stack}` applied (its manifest `{theirs}`); nothing was changed"
+    )]
+    ClaimedByOtherStack {
+        /// The object.
+        object: ObjectRef,
+        /// This stack's manifest that renders it.
+        manifest: String,
+        /// The stack whose state records it.
+        stack: String,
+        /// That stack's manifest.
+        theirs: String,
+    },
     /// A third-party plugin rendered an object outside what it may create.
     #[error(
         "manifest `{manifest}`: plugin `{plugin}` rendered {object}, which it may not create without {} ({}); nothing was changed",
@@ -129,6 +171,14 @@ impl Hint for OwnershipError {
             Self::Reserved { .. } => {
                 "give the object (or the manifest's `namespace:`) another namespace".into()
             }
+            Self::ClaimedByOtherStack {
+                manifest,
+                stack,
+                theirs,
+                ..
+            } => format!(
+                "remove the object from manifest `{manifest}` and leave it to stack `{stack}`; if this stack should own it, run `tazuna state forget {theirs}` with stack `{stack}`'s file first"
+            ),
             Self::OutsideScope { plugin, needs, .. } => format!(
                 "if you trust plugin `{plugin}` to create it, add {} to its `grants` in `spec.plugins` (the plugin must request them too); see docs/security.md",
                 needs
@@ -276,6 +326,24 @@ impl Ownership {
             recorded,
             complete,
         }
+    }
+
+    /// The same, keeping also what other stacks' states record (a stack's
+    /// prune or destroy never deletes an object another stack applied, even
+    /// one both recorded before the claim verdict refused that).
+    pub fn with_other_stacks(mut self, others: &BTreeMap<String, Stored>) -> Self {
+        for (name, stored) in others {
+            let Some(stack) = stored.state.stack.as_deref() else {
+                continue;
+            };
+            for entry in &stored.state.objects {
+                self.recorded
+                    .entry(entry.object().key())
+                    .or_default()
+                    .push(format!("{name}` of stack `{stack}"));
+            }
+        }
+        self
     }
 
     /// Whether anything may be pruned in this run.
@@ -468,6 +536,66 @@ mod tests {
         assert_eq!(ownership.kept_by(&key("shared"), "removed"), Some("other"));
         assert_eq!(ownership.kept_by(&key("shared"), "other"), None);
         assert_eq!(ownership.kept_by(&key("orphan"), "removed"), None);
+        // What another stack applied is never this stack's to delete.
+        let others = BTreeMap::from([
+            (
+                "platform".to_owned(),
+                stored("platform", Some("platform"), &["orphan"]),
+            ),
+            ("go".to_owned(), stored("go", None, &["orphan"])),
+        ]);
+        let ownership = ownership.with_other_stacks(&others);
+        assert_eq!(
+            ownership.kept_by(&key("orphan"), "removed"),
+            Some("platform` of stack `platform")
+        );
+    }
+
+    #[test]
+    fn an_object_another_stack_applied_is_refused_naming_that_stack() {
+        let all = BTreeMap::from([
+            (
+                "platform".to_owned(),
+                stored("platform", Some("platform"), &["shared", "theirs"]),
+            ),
+            ("legacy".to_owned(), stored("legacy", None, &["old"])),
+            ("team".to_owned(), stored("team", Some("team"), &["mine"])),
+        ]);
+        let states = StackStates::split(all, "team", &HashSet::from(["team"]));
+        let ours = |names: &[&str]| {
+            rendered(
+                names
+                    .iter()
+                    .map(|n| configmap(n, Some("default")))
+                    .collect(),
+            )
+        };
+        let rendered = ours(&["mine", "shared", "old", "new"]);
+        let claims = Claims::of(&[("team", None, &rendered)], core_scope).unwrap();
+        let refused = states.claimed(&claims);
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        let OwnershipError::ClaimedByOtherStack {
+            object,
+            manifest,
+            stack,
+            theirs,
+        } = &refused[0]
+        else {
+            panic!("{refused:?}")
+        };
+        assert_eq!(
+            (
+                object.name.as_str(),
+                manifest.as_str(),
+                stack.as_str(),
+                theirs.as_str()
+            ),
+            ("shared", "team", "platform", "platform")
+        );
+        // Go Tazuna's records (no stack) and the stack's own are no claim.
+        let rendered = ours(&["mine", "old"]);
+        let claims = Claims::of(&[("team", None, &rendered)], core_scope).unwrap();
+        assert!(states.claimed(&claims).is_empty());
     }
 
     #[test]
