@@ -850,6 +850,58 @@ spec:
             "{args:?}: {text}"
         );
     }
+
+    // Takeover: objects of an allowed kind that exist and that no stack
+    // applied (one made by hand, one the controller manager made) are not
+    // the plugin's to take without `adopt:` naming them.
+    common::succeed(cluster.kubectl().args([
+        "-n",
+        "default",
+        "create",
+        "configmap",
+        "probe-target",
+        "--from-literal=k=by-hand",
+    ]));
+    let dir = project(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: probe
+      source: file://{probe}
+  manifests:
+    - name: takeover
+      type: probe
+      namespace: default
+      probe:
+        action: emit
+        objects:
+          - {apiVersion: v1, kind: ConfigMap, metadata: {name: probe-target}, data: {k: taken}}
+          - {apiVersion: v1, kind: ConfigMap, metadata: {name: kube-root-ca.crt}, data: {ca.crt: forged}}
+"#,
+    );
+    for verb in ["plan", "apply"] {
+        let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
+        let said = common::text(&out);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+        for name in ["probe-target", "kube-root-ca.crt"] {
+            assert!(
+                said.contains(&format!("plugin `probe` renders v1 ConfigMap default/{name}, which exists on the cluster"))
+                    && said.contains(&format!("`adopt: [\"ConfigMap/default/{name}\"]`")),
+                "{verb} refuses taking over {name}: {said}"
+            );
+        }
+    }
+    let target = common::kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "configmap", "probe-target"],
+    );
+    assert_eq!(target["data"]["k"], "by-hand");
+    let ca = common::kubectl_json(
+        &cluster,
+        &["-n", "default", "get", "configmap", "kube-root-ca.crt"],
+    );
+    assert_ne!(ca["data"]["ca.crt"], "forged");
 }
 
 /// What a zero-grant plugin (granted only `emit:cluster:ClusterRole` and

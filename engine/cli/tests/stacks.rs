@@ -354,6 +354,195 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
     // B still sees exactly what it applied.
     let plan = run(&cluster, b, &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+
+    // Two repositories named `platform` in two organisations, each with its
+    // tazuna.yaml at the top, derive one stack name. The first applies; the
+    // second, pruning, would delete the first's objects as its own: it is
+    // refused before any write, naming the other repository, and the
+    // origin's login never reaches state.
+    let first = git_project(
+        "https://x-access-token:tok-3k9q@example.com/acme/platform.git",
+        &[
+            (
+                "tazuna.yaml",
+                &config(None, &[entry("edge", "edge.yaml", Some("default"), "")]),
+            ),
+            ("edge.yaml", &configmap("edge-cm", None)),
+        ],
+    );
+    let applied = run(&cluster, first.path(), &["apply"]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    let edge_state = &["-n", "tazuna", "get", "configmap", "tazuna-manifest-edge"];
+    let recorded = kubectl_json(&cluster, edge_state).to_string();
+    assert!(
+        recorded.contains("example.com/acme/platform") && !recorded.contains("tok-3k9q"),
+        "state records the repository without its login: {recorded}"
+    );
+    let second = git_project(
+        "git@example.com:other-org/platform.git",
+        &[
+            (
+                "tazuna.yaml",
+                &config(None, &[entry("web", "web.yaml", Some("default"), "")]),
+            ),
+            ("web.yaml", &configmap("web-cm", None)),
+        ],
+    );
+    for args in [&["plan"][..], &["apply", "--prune"]] {
+        let refused = run(&cluster, second.path(), args);
+        assert_eq!(
+            refused.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&refused)
+        );
+        let err = stderr(&refused);
+        assert!(
+            err.contains("stack `platform/tazuna.yaml` on this cluster was applied from repository `example.com/acme/platform` (manifest `edge`), and this file is in `example.com/other-org/platform`")
+                && err.contains("hint: give this file a stack name of its own with `spec.stack`"),
+            "{args:?}: {}",
+            text(&refused)
+        );
+    }
+    assert!(exists(&cluster, &["-n", "default", "configmap", "edge-cm"]));
+    assert!(!exists(&cluster, &["-n", "default", "configmap", "web-cm"]));
+    // With a name of its own, the second stack applies beside the first.
+    write(
+        second.path(),
+        "tazuna.yaml",
+        &config(
+            Some("platform-2"),
+            &[entry("web", "web.yaml", Some("default"), "")],
+        ),
+    );
+    let applied = run(&cluster, second.path(), &["apply", "--prune"]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(exists(&cluster, &["-n", "default", "configmap", "edge-cm"]));
+    assert!(exists(&cluster, &["-n", "default", "configmap", "web-cm"]));
+    let plan = run(&cluster, first.path(), &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+
+    // An object made by hand that no stack applied: the user's own file
+    // takes it over, and plan says so with the manager that made it.
+    succeed(cluster.kubectl().args([
+        "-n",
+        "default",
+        "create",
+        "configmap",
+        "hand-made",
+        "--from-literal=k=by-hand",
+    ]));
+    let own = project(&[
+        (
+            "tazuna.yaml",
+            &config(
+                Some("adopter"),
+                &[entry("adopting", "own.yaml", Some("default"), "")],
+            ),
+        ),
+        ("own.yaml", &configmap("hand-made", None)),
+    ]);
+    let plan = run(&cluster, own.path(), &["plan"]);
+    assert!(
+        stdout(&plan).contains(
+            "> adopt adopting: v1 ConfigMap default/hand-made (exists, and no stack applied it: taken over from `kubectl-create`)"
+        ),
+        "{}",
+        text(&plan)
+    );
+    succeed(tazuna(&cluster, own.path()).arg("apply"));
+    assert_eq!(recorded_names(&cluster, "adopting"), ["hand-made"]);
+    assert_eq!(
+        kubectl_json(
+            &cluster,
+            &["-n", "default", "get", "configmap", "hand-made"]
+        )["data"]["k"],
+        "v"
+    );
+
+    // A hook takes over nothing it is not given: one made by hand is refused
+    // until `adopt:` names it, and one the API server made is refused even
+    // then. Plan refuses what apply refuses, before any write.
+    succeed(cluster.kubectl().args([
+        "-n",
+        "default",
+        "create",
+        "configmap",
+        "hook-target",
+        "--from-literal=k=by-hand",
+    ]));
+    let viewer = &["get", "clusterrole", "system:public-info-viewer"];
+    let viewer_before = kubectl_json(&cluster, viewer)["metadata"]["resourceVersion"].clone();
+    let hook = |kind: &str, api: &str, name: &str| {
+        format!(
+            "apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  annotations:\n    helm.sh/hook: pre-install\n    helm.sh/hook-delete-policy: before-hook-creation\n"
+        )
+    };
+    let hooked = |adopt: &str, objects: &str| {
+        project(&[
+            (
+                "tazuna.yaml",
+                &config(
+                    Some("hooker"),
+                    &[entry("hooks", "hooks.yaml", Some("default"), adopt)],
+                ),
+            ),
+            ("hooks.yaml", objects),
+        ])
+    };
+    let cases = [
+        (
+            hooked("", &hook("ConfigMap", "v1", "hook-target")),
+            "manifest `hooks`: a helm hook of the manifest's own files renders v1 ConfigMap default/hook-target, which exists on the cluster (written by `kubectl-create`) and which no stack applied",
+            "add `adopt: [\"ConfigMap/default/hook-target\"]` to the manifest",
+        ),
+        (
+            hooked(
+                "      adopt: [ClusterRole/system:public-info-viewer]\n",
+                &hook(
+                    "ClusterRole",
+                    "rbac.authorization.k8s.io/v1",
+                    "system:public-info-viewer",
+                ),
+            ),
+            "manifest `hooks`: a helm hook renders rbac.authorization.k8s.io/v1 ClusterRole system:public-info-viewer, which the cluster's control plane made",
+            "leave the object out of manifest `hooks`'s hooks",
+        ),
+    ];
+    for (dir, error, hint) in &cases {
+        for verb in ["plan", "apply"] {
+            let refused = run(&cluster, dir.path(), &[verb]);
+            assert_eq!(refused.status.code(), Some(1), "{verb}: {}", text(&refused));
+            let err = stderr(&refused);
+            assert!(
+                err.contains(error) && err.contains(hint),
+                "{verb}: {}",
+                text(&refused)
+            );
+        }
+    }
+    assert_eq!(
+        kubectl_json(
+            &cluster,
+            &["-n", "default", "get", "configmap", "hook-target"]
+        )["data"]["k"],
+        "by-hand"
+    );
+    assert_eq!(
+        kubectl_json(&cluster, viewer)["metadata"]["resourceVersion"],
+        viewer_before,
+        "a hook replaced the API server's ClusterRole"
+    );
+    assert!(!state_names(&cluster).contains(&"tazuna-manifest-hooks".to_owned()));
+}
+
+/// A git work tree (no commits) whose `origin` is `url`, holding `files`.
+fn git_project(url: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = project(files);
+    for args in [&["init", "-q"][..], &["remote", "add", "origin", url]] {
+        succeed(Command::new("git").arg("-C").arg(dir.path()).args(args));
+    }
+    dir
 }
 
 const SECRET_ORIGINAL: &str = "orig-pass-7f3a9c";

@@ -244,6 +244,7 @@ mod tests {
             wait: Wait::default(),
             prune: false,
             create_namespace: false,
+            adopt: Vec::new(),
             parallel: None,
             tests: Vec::new(),
             config: serde_json::json!({}),

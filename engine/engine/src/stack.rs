@@ -281,6 +281,7 @@ pub struct Stack {
     /// Worked out on first use: commands that never reach a cluster
     /// (`build`, `check`) need not ask git.
     name: std::sync::OnceLock<String>,
+    origin: std::sync::OnceLock<Option<String>>,
     lock: LockFile,
     notices: Notices,
 }
@@ -327,6 +328,7 @@ impl Stack {
             options,
             config,
             name: std::sync::OnceLock::new(),
+            origin: std::sync::OnceLock::new(),
             lock,
             notices,
         })
@@ -346,6 +348,23 @@ impl Stack {
                 .clone()
                 .unwrap_or_else(|| derived_name(&self.options.file))
         })
+    }
+
+    /// The repository the file is in (its `origin` URL without scheme,
+    /// login or `.git`), when the stack's name is derived from the file's
+    /// place in it; recorded in state so two files of one derived name in
+    /// two repositories are told apart.
+    pub fn origin(&self) -> Option<&str> {
+        self.origin
+            .get_or_init(|| {
+                self.config
+                    .spec
+                    .stack
+                    .is_none()
+                    .then(|| repository_origin(&self.options.file))
+                    .flatten()
+            })
+            .as_deref()
     }
 
     /// The manifests the tags select, in file order.
@@ -686,7 +705,12 @@ impl Stack {
     /// The stack's records and everyone else's, from one list call.
     pub async fn states(&self, connection: &Connection) -> Result<StackStates, RunError> {
         let all = connection.store.load().await?;
-        Ok(StackStates::split(all, self.name(), &self.declared()))
+        Ok(StackStates::split(
+            all,
+            self.name(),
+            self.origin(),
+            &self.declared(),
+        ))
     }
 
     fn declared(&self) -> HashSet<&str> {
@@ -733,13 +757,30 @@ impl Stack {
     /// this run that another stack applied, are refused (the claim verdict,
     /// [`StackStates::claimed`]).
     fn check_names(&self, states: &StackStates, claims: &Claims) -> Result<(), RunError> {
-        let mut taken = states.taken(self.config.manifests.iter().map(|m| m.name.as_str()));
+        let mut taken = states.collided(self.name(), self.origin());
+        taken.extend(states.taken(self.config.manifests.iter().map(|m| m.name.as_str())));
         taken.extend(states.claimed(claims));
         if taken.is_empty() {
             Ok(())
         } else {
             Err(RunError::Ownership(taken))
         }
+    }
+
+    /// Objects that exist, that no stack applied, and that content the user
+    /// did not write (or a hook) renders are taken over only when the
+    /// manifest's `adopt:` names them (the takeover verdict,
+    /// [`tazuna_kube::takeover::takeover`]).
+    async fn check_takeovers(
+        &self,
+        cluster: &Cluster,
+        states: &StackStates,
+        run: &[(&Manifest, &Rendered)],
+    ) -> Result<(), RunError> {
+        tazuna_kube::takeover::check(cluster, states, run)
+            .await
+            .map(drop)
+            .map_err(RunError::Ownership)
     }
 
     /// Bring the cluster to the file: render, refuse what the stack may not
@@ -814,6 +855,12 @@ impl Stack {
         // Read under the Lease: what another run wrote before it is seen.
         let states = self.states(connection).await?;
         self.check_names(&states, &claims)?;
+        let ok: Vec<(&Manifest, &Rendered)> = selected
+            .iter()
+            .zip(&rendered)
+            .filter_map(|(m, r)| Some((*m, r.as_ref().ok()?)))
+            .collect();
+        self.check_takeovers(cluster, &states, &ok).await?;
         let complete = rendered.iter().all(Result::is_ok);
         if !complete && options.prune != Prune::Off && options.mode == Mode::Apply {
             self.notice(
@@ -837,6 +884,7 @@ impl Stack {
             resend: options.resend,
             atomic: options.atomic,
             git_commit: git_commit(&self.config.dir),
+            origin: self.origin().map(str::to_owned),
             tazuna_version: crate::VERSION.to_owned(),
             run_spec_tests: self.options.tags.is_empty(),
             deletion_timeout: Wait::DEFAULT_TIMEOUT,
@@ -948,7 +996,7 @@ impl Stack {
     /// This stack's own manifest states on `store`, as they are now.
     async fn states_of(&self, store: &Store) -> Result<BTreeMap<String, Stored>, RunError> {
         let all = store.load().await?;
-        Ok(StackStates::split(all, self.name(), &self.declared()).own)
+        Ok(StackStates::split(all, self.name(), self.origin(), &self.declared()).own)
     }
 
     /// Run the chart tests (helm test hooks) of the selected manifests on a
@@ -1042,6 +1090,8 @@ impl Stack {
         let claims = self.claims(&connection.cluster, &pairs)?;
         self.check_names(&states, &claims)?;
         if question == Question::Plan {
+            self.check_takeovers(&connection.cluster, &states, &pairs)
+                .await?;
             self.check_namespaces(&connection.cluster, &pairs).await?;
         }
         let declared = self.declared();
@@ -1467,6 +1517,7 @@ fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
         resend: false,
         atomic: false,
         git_commit: None,
+        origin: None,
         tazuna_version: crate::VERSION.to_owned(),
         run_spec_tests: false,
         deletion_timeout,
@@ -1641,6 +1692,54 @@ pub fn derived_name(file: &Path) -> String {
         .collect()
 }
 
+/// The `origin` remote of the repository `file` is in, as
+/// `host/path` (scheme, login and `.git` left out, so a URL that carries a
+/// token never reaches state); `None` outside git or without `origin`.
+pub fn repository_origin(file: &Path) -> Option<String> {
+    let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+    let dir = absolute.parent().unwrap_or(Path::new("/")).to_owned();
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&dir)
+        .args(["config", "--get", "remote.origin.url"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    normalized_origin(String::from_utf8_lossy(&output.stdout).trim())
+}
+
+/// `https://token@GitHub.com/acme/platform.git/` and
+/// `git@github.com:acme/platform.git` as `github.com/acme/platform`.
+fn normalized_origin(url: &str) -> Option<String> {
+    let (rest, scp) = match url.split_once("://") {
+        Some((_, rest)) => (rest, false),
+        None => (url, true),
+    };
+    let (authority, path) = if scp && !rest.starts_with('/') {
+        rest.split_once(':').unwrap_or((rest, ""))
+    } else {
+        rest.split_once('/').unwrap_or((rest, ""))
+    };
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let path = path
+        .trim_matches('/')
+        .trim_end_matches(".git")
+        .trim_end_matches('/');
+    let host = host.to_ascii_lowercase();
+    (!host.is_empty() || !path.is_empty()).then(|| {
+        if host.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{host}/{path}")
+        }
+    })
+}
+
 /// The git commit of `dir`, if it is in a work tree.
 pub fn git_commit(dir: &Path) -> Option<String> {
     let output = std::process::Command::new("git")
@@ -1736,6 +1835,27 @@ fn local_chart(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repository_origin_is_kept_without_scheme_login_or_git_suffix() {
+        for url in [
+            "https://x-access-token:ghp_secret@GitHub.com/acme/platform.git",
+            "https://github.com/acme/platform/",
+            "git@github.com:acme/platform.git",
+            "ssh://git@github.com/acme/platform",
+        ] {
+            assert_eq!(
+                normalized_origin(url).as_deref(),
+                Some("github.com/acme/platform"),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            normalized_origin("/srv/git/platform.git").as_deref(),
+            Some("srv/git/platform")
+        );
+        assert_eq!(normalized_origin(""), None);
+    }
 
     #[test]
     fn only_sources_that_may_draw_values_anew_are_rendered_twice() {

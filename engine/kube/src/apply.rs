@@ -155,6 +155,9 @@ pub struct ApplySettings {
     pub atomic: bool,
     /// The git commit of the config, recorded in state.
     pub git_commit: Option<String>,
+    /// The repository of the file, recorded with a derived stack name
+    /// (see `ManifestState::origin`).
+    pub origin: Option<String>,
     /// The tazuna version, recorded in state.
     pub tazuna_version: String,
     /// Whether `spec.tests` run at the end.
@@ -900,6 +903,7 @@ impl Run<'_> {
             applied_at: crate::state::now_rfc3339(),
             cluster: self.cluster.target().uid.clone(),
             stack: Some(self.stack.to_owned()),
+            origin: self.settings.origin.clone(),
             incomplete,
             objects,
         }

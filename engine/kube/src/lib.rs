@@ -29,5 +29,6 @@ pub mod ownership;
 pub mod plan;
 pub mod state;
 pub mod status;
+pub mod takeover;
 pub mod wait;
 pub mod warnings;

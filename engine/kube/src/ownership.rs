@@ -28,18 +28,36 @@ pub struct StackStates {
     pub own: BTreeMap<String, Stored>,
     /// Every other stack's records, by manifest name.
     pub others: BTreeMap<String, Stored>,
+    /// Records under this stack's name that a file in another repository
+    /// applied (manifest, that repository): two files derived one name.
+    pub collisions: Vec<(String, String)>,
 }
 
 impl StackStates {
-    /// Split `all` into the records of `stack` (which declares `declared`) and
-    /// the rest.
-    pub fn split(all: BTreeMap<String, Stored>, stack: &str, declared: &HashSet<&str>) -> Self {
+    /// Split `all` into the records of `stack` (which declares `declared`,
+    /// from the repository `origin` when its name is derived) and the rest.
+    /// A record under the same name from another repository is not ours: it
+    /// is a collision ([`Self::collided`]).
+    pub fn split(
+        all: BTreeMap<String, Stored>,
+        stack: &str,
+        origin: Option<&str>,
+        declared: &HashSet<&str>,
+    ) -> Self {
         let mut split = Self::default();
         for (name, stored) in all {
             let ours = match stored.state.stack.as_deref() {
                 Some(owner) => owner == stack,
                 None => declared.contains(name.as_str()),
             };
+            if let (true, Some(theirs), Some(origin)) =
+                (ours, stored.state.origin.as_deref(), origin)
+                && theirs != origin
+            {
+                split.collisions.push((name.clone(), theirs.to_owned()));
+                split.others.insert(name, stored);
+                continue;
+            }
             if ours {
                 split.own.insert(name, stored);
             } else {
@@ -61,6 +79,19 @@ impl StackStates {
                 })
             })
             .collect()
+    }
+
+    /// A stack name two files derived: refused, never merged.
+    pub fn collided(&self, stack: &str, origin: Option<&str>) -> Vec<OwnershipError> {
+        let Some((manifest, theirs)) = self.collisions.first() else {
+            return Vec::new();
+        };
+        vec![OwnershipError::SameNameElsewhere {
+            stack: stack.to_owned(),
+            manifest: manifest.clone(),
+            theirs: theirs.clone(),
+            ours: origin.unwrap_or_default().to_owned(),
+        }]
     }
 
     /// The claim verdict: each object this run's `claims` give a manifest
@@ -127,6 +158,20 @@ pub enum OwnershipError {
         /// The manifest.
         manifest: String,
     },
+    /// Two files in two repositories derive one stack name.
+    #[error(
+        "stack `{stack}` on this cluster was applied from repository `{theirs}` (manifest `{manifest}`), and this file is in `{ours}`: two files derive one stack name; nothing was changed"
+    )]
+    SameNameElsewhere {
+        /// The derived name.
+        stack: String,
+        /// A manifest the other file applied.
+        manifest: String,
+        /// The other file's repository.
+        theirs: String,
+        /// This file's repository.
+        ours: String,
+    },
     /// A rendered object is one another stack applied.
     #[error(
         "manifest `{manifest}` renders {object}, which stack `{stack}` applied (its manifest `{theirs}`); nothing was changed"
@@ -140,6 +185,34 @@ pub enum OwnershipError {
         stack: String,
         /// That stack's manifest.
         theirs: String,
+    },
+    /// Content the user did not write (or a hook) renders an object that
+    /// exists and that no stack applied, and `adopt:` does not name it.
+    #[error(
+        "manifest `{manifest}`: {writer} renders {object}, which exists on the cluster ({}) and which no stack applied; it is not taken over without being named; nothing was changed",
+        if .managers.is_empty() { "no field manager".to_owned() } else { format!("written by {}", .managers.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")) }
+    )]
+    TakeoverNotNamed {
+        /// The object.
+        object: ObjectRef,
+        /// The manifest.
+        manifest: String,
+        /// Who wrote it: a plugin, fetched content, a hook.
+        writer: String,
+        /// Its field managers so far.
+        managers: Vec<String>,
+        /// How `adopt:` would name it.
+        adopt: String,
+    },
+    /// A helm hook renders an object the API server made.
+    #[error(
+        "manifest `{manifest}`: a helm hook renders {object}, which the cluster's control plane made; a hook deletes before it creates, so it never replaces such an object; nothing was changed"
+    )]
+    HookReplacesServerObject {
+        /// The object.
+        object: ObjectRef,
+        /// The manifest.
+        manifest: String,
     },
     /// A third-party plugin rendered an object outside what it may create.
     #[error(
@@ -171,6 +244,9 @@ impl Hint for OwnershipError {
             Self::Reserved { .. } => {
                 "give the object (or the manifest's `namespace:`) another namespace".into()
             }
+            Self::SameNameElsewhere { stack, theirs, .. } => format!(
+                "give this file a stack name of its own with `spec.stack` (for example `spec.stack: {stack}-2`), so each stack sees, prunes and destroys only its own; if `{theirs}` is this repository at its old address, set `spec.stack: {stack}` to keep the name"
+            ),
             Self::ClaimedByOtherStack {
                 manifest,
                 stack,
@@ -178,6 +254,14 @@ impl Hint for OwnershipError {
                 ..
             } => format!(
                 "remove the object from manifest `{manifest}` and leave it to stack `{stack}`; if this stack should own it, run `tazuna state forget {theirs}` with stack `{stack}`'s file first"
+            ),
+            Self::TakeoverNotNamed {
+                manifest, adopt, ..
+            } => format!(
+                "if manifest `{manifest}` should take it over (its fields move to Tazuna, and prune and destroy then delete it with the manifest), add `adopt: [\"{adopt}\"]` to the manifest; otherwise rename it, or leave it out of the render"
+            ),
+            Self::HookReplacesServerObject { manifest, .. } => format!(
+                "leave the object out of manifest `{manifest}`'s hooks; to manage it, render it as a plain object of your own files"
             ),
             Self::OutsideScope { plugin, needs, .. } => format!(
                 "if you trust plugin `{plugin}` to create it, add {} to its `grants` in `spec.plugins` (the plugin must request them too); see docs/security.md",
@@ -433,6 +517,7 @@ mod tests {
                 applied_at: String::new(),
                 cluster: String::new(),
                 stack: stack.map(str::to_owned),
+                origin: None,
                 incomplete: false,
                 objects: objects
                     .iter()
@@ -561,7 +646,7 @@ mod tests {
             ("legacy".to_owned(), stored("legacy", None, &["old"])),
             ("team".to_owned(), stored("team", Some("team"), &["mine"])),
         ]);
-        let states = StackStates::split(all, "team", &HashSet::from(["team"]));
+        let states = StackStates::split(all, "team", None, &HashSet::from(["team"]));
         let ours = |names: &[&str]| {
             rendered(
                 names
@@ -599,6 +684,41 @@ mod tests {
     }
 
     #[test]
+    fn one_derived_name_from_two_repositories_is_a_collision_never_a_merge() {
+        let mut theirs = stored("app", Some("platform/tazuna.yaml"), &["a"]);
+        theirs.state.origin = Some("github.com/acme/platform".into());
+        let older = stored("old", Some("platform/tazuna.yaml"), &["b"]);
+        let all = BTreeMap::from([("app".to_owned(), theirs), ("old".to_owned(), older)]);
+        let declared = HashSet::from(["app", "old"]);
+        let states = StackStates::split(
+            all.clone(),
+            "platform/tazuna.yaml",
+            Some("github.com/other-org/platform"),
+            &declared,
+        );
+        assert_eq!(
+            states.own.keys().collect::<Vec<_>>(),
+            ["old"],
+            "older state is adopted"
+        );
+        assert_eq!(states.others.keys().collect::<Vec<_>>(), ["app"]);
+        let refused = states.collided(
+            "platform/tazuna.yaml",
+            Some("github.com/other-org/platform"),
+        );
+        assert!(
+            matches!(&refused[..], [OwnershipError::SameNameElsewhere { theirs, .. }] if theirs == "github.com/acme/platform"),
+            "{refused:?}"
+        );
+        // The same repository, or a name set with spec.stack: ours.
+        for origin in [Some("github.com/acme/platform"), None] {
+            let states = StackStates::split(all.clone(), "platform/tazuna.yaml", origin, &declared);
+            assert_eq!(states.own.len(), 2);
+            assert!(states.collided("platform/tazuna.yaml", origin).is_empty());
+        }
+    }
+
+    #[test]
     fn records_split_by_stack_and_unowned_ones_go_to_the_stack_that_declares_them() {
         let all = BTreeMap::from([
             (
@@ -609,7 +729,12 @@ mod tests {
             ("legacy".to_owned(), stored("legacy", None, &[])),
             ("stray".to_owned(), stored("stray", None, &[])),
         ]);
-        let states = StackStates::split(all, "platform", &HashSet::from(["platform", "legacy"]));
+        let states = StackStates::split(
+            all,
+            "platform",
+            None,
+            &HashSet::from(["platform", "legacy"]),
+        );
         assert_eq!(
             states.own.keys().collect::<Vec<_>>(),
             ["legacy", "platform"]

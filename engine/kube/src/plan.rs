@@ -39,6 +39,8 @@ pub enum ChangeKind {
     Delete,
     /// Another field manager owns fields Tazuna sets.
     Conflict,
+    /// It exists, no stack applied it, and apply takes it over.
+    Adopt,
 }
 
 /// One change.
@@ -183,6 +185,10 @@ pub async fn compare(
             let kind = o.value.pointer("/spec/names/kind")?.as_str()?;
             Some((group.to_owned(), kind.to_owned()))
         })
+        .collect();
+    let recorded_anywhere: HashSet<_> = states
+        .values()
+        .flat_map(|stored| stored.state.objects.iter().map(|e| e.object().key()))
         .collect();
     for intent in intents {
         let name = &intent.manifest.name;
@@ -356,6 +362,19 @@ pub async fn compare(
                     editors.join(", ")
                 )
             });
+            // An object that exists and that no state records is taken over
+            // (the takeover verdict, `crate::takeover`, allowed it).
+            let adopted = current.is_some() && !recorded_anywhere.contains(&object.key());
+            if adopted && conflict.is_none() {
+                report.changes.push(Change {
+                    manifest: name.clone(),
+                    object: object.to_string(),
+                    change: ChangeKind::Adopt,
+                    diff: text,
+                    note: Some(adopt_note(current.as_ref())),
+                });
+                continue;
+            }
             match (text, conflict) {
                 (None, None) => report.unchanged += 1,
                 (text, Some(message)) => report.changes.push(Change {
@@ -625,6 +644,28 @@ fn removed_manifests(
     }
 }
 
+/// What plan says of an object it takes over: who wrote it so far.
+fn adopt_note(live: Option<&Value>) -> String {
+    let mut managers: Vec<String> = live
+        .and_then(|l| l.pointer("/metadata/managedFields"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.get("manager").and_then(Value::as_str))
+        .map(|m| format!("`{m}`"))
+        .collect();
+    managers.sort();
+    managers.dedup();
+    if managers.is_empty() {
+        "exists, and no stack applied it: taken over".to_owned()
+    } else {
+        format!(
+            "exists, and no stack applied it: taken over from {}",
+            managers.join(", ")
+        )
+    }
+}
+
 /// Managers other than Tazuna that own fields of `live`: after a hand-over
 /// (Argo CD, Flux), plan says who else writes the object.
 fn other_managers(live: Option<&Value>) -> Option<String> {
@@ -668,6 +709,7 @@ mod tests {
             wait: Wait::default(),
             prune: false,
             create_namespace: false,
+            adopt: Vec::new(),
             parallel: None,
             tests: Vec::new(),
             config: json!({}),
@@ -738,6 +780,7 @@ mod tests {
                 applied_at: "2026-11-30T00:00:00Z".into(),
                 cluster: "uid".into(),
                 stack: None,
+                origin: None,
                 incomplete: false,
                 objects: entries,
             },

@@ -128,6 +128,7 @@ fn text(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str) -> 
             ChangeKind::Update => color.warning("~ update"),
             ChangeKind::Delete => color.error("- delete"),
             ChangeKind::Conflict => color.error("! conflict"),
+            ChangeKind::Adopt => color.warning("> adopt"),
         };
         let note = change
             .note

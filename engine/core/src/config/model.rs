@@ -263,6 +263,10 @@ pub struct Manifest {
     /// Whether to create [`namespace`](Self::namespace) when it does not exist
     /// (helm's `--create-namespace`); it is not recorded as the manifest's.
     pub create_namespace: bool,
+    /// Existing objects the manifest may take over although content the
+    /// user did not write renders them (`adopt:`), as `<Kind>/<name>` or
+    /// `<Kind>/<namespace>/<name>`; see [`Manifest::may_adopt`].
+    pub adopt: Vec<String>,
     /// Checks run right after this manifest is applied.
     pub tests: Vec<Test>,
     /// The `type: parallel` entry this manifest is a child of. Without any
@@ -278,6 +282,15 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// Whether `adopt:` names the object of `kind`, `namespace` and `name`.
+    pub fn may_adopt(&self, kind: &str, namespace: Option<&str>, name: &str) -> bool {
+        let wanted = match namespace {
+            Some(namespace) => format!("{kind}/{namespace}/{name}"),
+            None => format!("{kind}/{name}"),
+        };
+        self.adopt.iter().any(|named| *named == wanted)
+    }
+
     /// `path` resolved against the declaring file's directory.
     pub fn resolved_path(&self) -> Option<PathBuf> {
         self.path

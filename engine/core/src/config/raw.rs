@@ -255,6 +255,11 @@ pub(crate) struct RawManifest {
     /// manifest.
     #[serde(rename = "createNamespace")]
     pub create_namespace: Option<bool>,
+    /// Existing objects this manifest may take over although content it did
+    /// not write renders them (a third-party plugin, a chart or artifact from
+    /// a registry, a helm hook): `<Kind>/<name>` for a cluster-scoped object,
+    /// `<Kind>/<namespace>/<name>` for a namespaced one.
+    pub adopt: Option<Vec<String>>,
 }
 
 /// The keys of [`RawManifest`], for the loader's own key check.
@@ -271,6 +276,7 @@ pub(crate) const MANIFEST_FIELDS: &[&str] = &[
     "wait",
     "prune",
     "createNamespace",
+    "adopt",
 ];
 
 /// Per-type blocks that need no plugin declaration: the built-ins and Go's `parallel`.

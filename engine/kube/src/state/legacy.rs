@@ -70,6 +70,7 @@ pub(super) fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<Manif
         applied_at: metadata.last_synced_at,
         cluster: String::new(),
         stack: None,
+        origin: None,
         incomplete: false,
         objects,
     })

@@ -65,6 +65,13 @@ pub struct ManifestState {
     /// declares the manifest adopts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<String>,
+    /// The repository the file that applied it lives in (its `origin`
+    /// URL, without credentials), when the stack's name is derived from the
+    /// file's place in it: two files at one path in two repositories derive
+    /// one name, and this tells them apart. `None` for a name set with
+    /// `spec.stack`, and in older state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// The last apply of this manifest failed part way: every object it sent
     /// is recorded, and each is sent and waited for again on the next apply.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -302,6 +302,7 @@ mod tests {
             applied_at: "2026-11-30T00:00:00Z".into(),
             cluster: "uid".into(),
             stack: Some("platform".into()),
+            origin: None,
             incomplete: false,
             objects: (0..objects)
                 .map(|i| Entry {

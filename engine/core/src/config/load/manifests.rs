@@ -354,6 +354,21 @@ impl Expander<'_> {
                 super::hints::apply(doc, self.data, &name, &block_path, helmfile, &mut config)?;
             }
         }
+        let adopt = raw.adopt.unwrap_or_default();
+        for (k, named) in adopt.iter().enumerate() {
+            let parts: Vec<&str> = named.split('/').collect();
+            if !(2..=3).contains(&parts.len()) || parts.iter().any(|p| p.is_empty()) {
+                return Err(ConfigError::Invalid {
+                    message: format!(
+                        "manifest `{name}`: `adopt` entry `{named}` is not `<Kind>/<name>` or `<Kind>/<namespace>/<name>`"
+                    ),
+                    hint: Some(
+                        "name one object per entry, as `ConfigMap/kube-system/coredns` or `ClusterRole/edit`".to_owned(),
+                    ),
+                    at: doc.value_span(&path.key("adopt").index(k)),
+                });
+            }
+        }
         let (depends_on, depends_at) = depends_on.into_iter().map(|(name, at)| (name, *at)).unzip();
         self.claims.push(Claim {
             name: name.clone(),
@@ -371,6 +386,7 @@ impl Expander<'_> {
                 wait: wait.unwrap_or_default(),
                 prune: prune.unwrap_or(false),
                 create_namespace: create_namespace.unwrap_or(false),
+                adopt,
                 tests,
                 parallel: match nesting {
                     Nesting::ParallelChild(parent) => Some(parent.name.clone()),
