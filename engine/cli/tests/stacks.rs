@@ -422,15 +422,16 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
     let plan = run(&cluster, first.path(), &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
 
-    // An object made by hand that no stack applied: the user's own file
-    // takes it over, and plan says so with the manager that made it.
+    // An object made by hand that no stack applied (with the content the
+    // file gives it, so no field is in conflict): the user's own file takes
+    // it over, and plan says so with the manager that made it.
     succeed(cluster.kubectl().args([
         "-n",
         "default",
         "create",
         "configmap",
         "hand-made",
-        "--from-literal=k=by-hand",
+        "--from-literal=k=v",
     ]));
     let own = project(&[
         (

@@ -152,21 +152,35 @@ async fn list(
     Ok(by_name)
 }
 
-/// What a metadata-only index keeps of an object: its name, annotations and
-/// the managed-fields entry of Tazuna's field manager. At 10,000 objects the
-/// rest of the metadata would be most of the memory.
+/// What a metadata-only index keeps of an object: its name, annotations,
+/// the managed-fields entry of Tazuna's field manager, only the names and
+/// operations of the other managers, and the bootstrap label (the takeover verdict reads who
+/// made an object, `crate::takeover`). At 10,000 objects the rest of the
+/// metadata would be most of the memory.
 fn slim(metadata: kube::api::ObjectMeta) -> Value {
-    let ours: Vec<_> = metadata
+    let managed: Vec<Value> = metadata
         .managed_fields
         .unwrap_or_default()
         .into_iter()
-        .filter(|f| f.manager.as_deref() == Some(crate::objects::FIELD_MANAGER))
+        .map(|f| {
+            if f.manager.as_deref() == Some(crate::objects::FIELD_MANAGER) {
+                serde_json::to_value(f).unwrap_or(Value::Null)
+            } else {
+                serde_json::json!({ "manager": f.manager, "operation": f.operation })
+            }
+        })
         .collect();
+    let bootstrap = metadata
+        .labels
+        .unwrap_or_default()
+        .remove(crate::takeover::BOOTSTRAP_LABEL)
+        .map(|value| serde_json::json!({ crate::takeover::BOOTSTRAP_LABEL: value }));
     serde_json::json!({
         "metadata": {
             "name": metadata.name,
             "annotations": metadata.annotations,
-            "managedFields": ours,
+            "labels": bootstrap,
+            "managedFields": managed,
         }
     })
 }

@@ -117,7 +117,7 @@ impl StackStates {
                 }
             }
         }
-        refused.sort_by(|a, b| a.to_string().cmp(&b.to_string()));
+        refused.sort_by_key(|a| a.to_string());
         refused.dedup();
         refused
     }

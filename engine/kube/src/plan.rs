@@ -382,9 +382,14 @@ pub async fn compare(
                     object: object.to_string(),
                     change: ChangeKind::Conflict,
                     diff: text,
-                    note: Some(format!(
-                        "{message}; `apply --force-conflicts` takes the fields back"
-                    )),
+                    note: Some(if adopted {
+                        format!(
+                            "{}; {message}; `apply --force-conflicts` takes the fields",
+                            adopt_note(current.as_ref())
+                        )
+                    } else {
+                        format!("{message}; `apply --force-conflicts` takes the fields back")
+                    }),
                 }),
                 (Some(text), None) => report.changes.push(Change {
                     manifest: name.clone(),

@@ -23,6 +23,9 @@ use crate::cluster::Cluster;
 use crate::live::LiveIndex;
 use crate::ownership::{OwnershipError, StackStates};
 
+/// The label of the API server's bootstrap RBAC policy (`rbac-defaults`).
+pub const BOOTSTRAP_LABEL: &str = "kubernetes.io/bootstrapping";
+
 /// Who wrote a rendered object, as far as taking over what exists goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Writer {
@@ -88,22 +91,22 @@ pub fn takeover(
     hook: bool,
     named: bool,
     live: &Value,
-) -> Result<Takeover, OwnershipError> {
+) -> Result<Takeover, Box<OwnershipError>> {
     let managers = managers(live);
     if hook && made_by_server(object, live) {
-        return Err(OwnershipError::HookReplacesServerObject {
+        return Err(Box::new(OwnershipError::HookReplacesServerObject {
             object: object.clone(),
             manifest: manifest.to_owned(),
-        });
+        }));
     }
     if (hook || *writer != Writer::User) && !named {
-        return Err(OwnershipError::TakeoverNotNamed {
+        return Err(Box::new(OwnershipError::TakeoverNotNamed {
             object: object.clone(),
             manifest: manifest.to_owned(),
             writer: writer.describe(hook),
             managers,
             adopt: adopt_entry(object),
-        });
+        }));
     }
     Ok(Takeover {
         manifest: manifest.to_owned(),
@@ -229,7 +232,7 @@ pub async fn check(
         let named = manifest.may_adopt(&object.kind, object.namespace.as_deref(), &object.name);
         match takeover(object, &manifest.name, writer, *hook, named, live) {
             Ok(takeover) => allowed.push(takeover),
-            Err(error) => refused.push(error),
+            Err(error) => refused.push(*error),
         }
     }
     if refused.is_empty() {
@@ -289,7 +292,8 @@ mod tests {
             Writer::Plugin("probe".into()),
             Writer::Fetched("oci://registry.example/charts/app".into()),
         ] {
-            let refused = takeover(&cm, "apps", &writer, false, false, &live(&["kubectl"]));
+            let refused =
+                takeover(&cm, "apps", &writer, false, false, &live(&["kubectl"])).map_err(|e| *e);
             assert!(
                 matches!(&refused, Err(OwnershipError::TakeoverNotNamed { adopt, managers, .. })
                     if adopt == "ConfigMap/apps/settings" && managers == &["kubectl"]),
@@ -302,7 +306,8 @@ mod tests {
     #[test]
     fn a_hook_takes_over_only_what_adopt_names_even_in_the_users_chart() {
         let cm = object("ConfigMap", Some("apps"), "settings");
-        let refused = takeover(&cm, "apps", &Writer::User, true, false, &live(&["kubectl"]));
+        let refused =
+            takeover(&cm, "apps", &Writer::User, true, false, &live(&["kubectl"])).map_err(|e| *e);
         assert!(
             matches!(&refused, Err(OwnershipError::TakeoverNotNamed { writer, .. }) if writer == "a helm hook of the manifest's own files"),
             "{refused:?}"
@@ -336,7 +341,8 @@ mod tests {
         ];
         for (object, live) in cases {
             for writer in [Writer::User, Writer::Plugin("probe".into())] {
-                let refused = takeover(&object, "hooks", &writer, true, true, &live);
+                let refused =
+                    takeover(&object, "hooks", &writer, true, true, &live).map_err(|e| *e);
                 assert!(
                     matches!(
                         refused,

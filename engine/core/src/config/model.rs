@@ -288,7 +288,7 @@ impl Manifest {
             Some(namespace) => format!("{kind}/{namespace}/{name}"),
             None => format!("{kind}/{name}"),
         };
-        self.adopt.iter().any(|named| *named == wanted)
+        self.adopt.contains(&wanted)
     }
 
     /// `path` resolved against the declaring file's directory.
