@@ -154,9 +154,9 @@ async fn list(
 
 /// What a metadata-only index keeps of an object: its name, annotations,
 /// the managed-fields entry of Tazuna's field manager, only the names and
-/// operations of the other managers, and the bootstrap label (the takeover verdict reads who
-/// made an object, `crate::takeover`). At 10,000 objects the rest of the
-/// metadata would be most of the memory.
+/// operations of the other managers, and the bootstrap label (the takeover
+/// verdict reads who made an object, `crate::takeover`). At 10,000 objects
+/// the rest of the metadata would be most of the memory.
 fn slim(metadata: kube::api::ObjectMeta) -> Value {
     let managed: Vec<Value> = metadata
         .managed_fields

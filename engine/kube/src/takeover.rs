@@ -123,7 +123,8 @@ pub fn takeover(
 pub fn made_by_server(object: &ObjectRef, live: &Value) -> bool {
     const CONTROL_PLANE: [&str; 4] = ["kube-system", "kube-public", "kube-node-lease", "default"];
     let bootstrap = live
-        .pointer("/metadata/labels/kubernetes.io~1bootstrapping")
+        .pointer("/metadata/labels")
+        .and_then(|labels| labels.get(BOOTSTRAP_LABEL))
         .and_then(Value::as_str)
         == Some("rbac-defaults");
     let in_control_plane = object
