@@ -778,7 +778,7 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
     };
     let objects = |ip: &str| {
         format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old-one\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: handed-over\ndata:\n  k: v\n{}",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old-one\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: handed-over\ndata:\n  k: v\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: earlier\ndata:\n  k: v\n{}",
             service(ip)
         )
     };
@@ -816,6 +816,28 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         "--from-literal=_metadata={\"gitCommitHash\":\"abc123\",\"lastSyncedAt\":\"2026-04-02T10:00:00Z\"}",
         "--from-literal=legacy____v1__ConfigMap__default__old-one={\"contentHash\":\"hash1\"}",
     ]));
+    // What an earlier Tazuna applied under the one field manager all stacks
+    // shared, with a value the file now changes: the stack takes it over
+    // as its own manager, with no conflict with the old name.
+    let earlier = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: earlier\n  namespace: default\ndata:\n  k: from-earlier\n";
+    std::fs::write(dir.path().join("earlier.yaml"), earlier).unwrap();
+    succeed(
+        cluster
+            .kubectl()
+            .args(["apply", "--server-side", "--field-manager", "tazuna", "-f"])
+            .arg(dir.path().join("earlier.yaml")),
+    );
+    let planned = succeed(tazuna(&cluster, dir.path()).arg("plan"));
+    let line = String::from_utf8_lossy(&planned.stdout)
+        .lines()
+        .find(|l| l.contains("default/earlier"))
+        .map(str::to_owned);
+    assert!(
+        line.as_ref()
+            .is_some_and(|l| l.contains("adopt") && !l.contains("conflict")),
+        "plan meets the conflicts apply meets, none with the old manager: {}",
+        text(&planned)
+    );
     // As Go Tazuna lists state: one line per resource.
     let list = succeed(tazuna(&cluster, dir.path()).args(["state", "list"]));
     let rows: Vec<Vec<String>> = String::from_utf8_lossy(&list.stdout)
@@ -874,10 +896,52 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         .filter(|f| f["fieldsV1"]["f:data"].get("f:k").is_some())
         .map(|f| f["manager"].as_str().unwrap())
         .collect();
+    // The stack's own field manager: `tazuna/<stack>`, the stack named
+    // after the file's directory outside git.
+    let stack_manager = format!(
+        "tazuna/{}/tazuna.yaml",
+        dir.path()
+            .canonicalize()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+    );
     assert_eq!(
         owners,
-        ["tazuna"],
-        "Tazuna alone owns the field now: {old_one}"
+        [stack_manager.as_str()],
+        "the stack alone owns the field now: {old_one}"
+    );
+    let earlier_live = kubectl_json(
+        &cluster,
+        &[
+            "-n",
+            "default",
+            "get",
+            "configmap",
+            "earlier",
+            "--show-managed-fields",
+        ],
+    );
+    let managers: Vec<&str> = earlier_live["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(earlier_live["data"]["k"], "v", "{earlier_live}");
+    assert_eq!(
+        managers,
+        [stack_manager.as_str()],
+        "the old manager's entry was handed to the stack's: {earlier_live}"
+    );
+    // Unchanged now: the next apply writes nothing.
+    let version = earlier_live["metadata"]["resourceVersion"].clone();
+    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    assert_eq!(
+        kubectl_json(&cluster, &["-n", "default", "get", "configmap", "earlier"])["metadata"]["resourceVersion"],
+        version,
+        "an unchanged object was written again"
     );
     assert!(
         !exists(
@@ -895,7 +959,7 @@ fn go_state_is_migrated_recreate_replaces_immutable_fields_and_forget_hands_over
         .iter()
         .map(|o| o["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names.len(), 3, "{recorded}");
+    assert_eq!(names.len(), 4, "{recorded}");
     assert!(names.contains(&"old-one"), "{recorded}");
 
     // An immutable field: refused with a hint, then replaced with --recreate.

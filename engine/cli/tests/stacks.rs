@@ -460,6 +460,46 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
         )["data"]["k"],
         "v"
     );
+    // One made by hand with a value the file changes: plan says it is taken
+    // over and in conflict, apply refuses it until `--force-conflicts`.
+    succeed(cluster.kubectl().args([
+        "-n",
+        "default",
+        "create",
+        "configmap",
+        "hand-set",
+        "--from-literal=k=by-hand",
+    ]));
+    write(
+        own.path(),
+        "own.yaml",
+        &format!(
+            "{}---\n{}",
+            configmap("hand-made", None),
+            configmap("hand-set", None)
+        ),
+    );
+    let plan = run(&cluster, own.path(), &["plan"]);
+    let said = stdout(&plan);
+    let line = said.lines().find(|l| l.contains("default/hand-set"));
+    assert!(
+        line.is_some_and(|l| l.contains("taken over from `kubectl-create`")
+            && l.contains("conflict with \"kubectl-create\"")
+            && l.contains("`apply --force-conflicts` takes the fields")),
+        "{}",
+        text(&plan)
+    );
+    let refused = run(&cluster, own.path(), &["apply"]);
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(printed(&refused).contains("hand-set"), "{}", text(&refused));
+    let hand_set: &[&str] = &["-n", "default", "get", "configmap", "hand-set"];
+    assert_eq!(kubectl_json(&cluster, hand_set)["data"]["k"], "by-hand");
+    succeed(tazuna(&cluster, own.path()).args(["apply", "--force-conflicts"]));
+    assert_eq!(kubectl_json(&cluster, hand_set)["data"]["k"], "v");
+    assert_eq!(
+        recorded_names(&cluster, "adopting"),
+        ["hand-made", "hand-set"]
+    );
 
     // A hook takes over nothing it is not given: one made by hand is refused
     // until `adopt:` names it, and one the API server made is refused even
@@ -859,15 +899,24 @@ fn a_first_apply_that_times_out_is_shown_by_status_and_removed_by_destroy() {
             "tazuna.yaml",
             &config(
                 None,
-                &[entry(
-                    "stuck",
-                    "stuck.yaml",
-                    Some("default"),
-                    "      wait:\n        timeoutSeconds: 10\n",
-                )],
+                &[
+                    entry("defaults", "defaults.yaml", None, ""),
+                    entry(
+                        "stuck",
+                        "stuck.yaml",
+                        Some("default"),
+                        "      wait:\n        timeoutSeconds: 10\n",
+                    ),
+                ],
             ),
         ),
         ("stuck.yaml", deployment),
+        // What users apply to objects the control plane made: a label on
+        // namespace `default`, a pull secret on its `default` account.
+        (
+            "defaults.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: default\n  labels:\n    pod-security.kubernetes.io/warn: baseline\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: default\n  namespace: default\nimagePullSecrets:\n  - name: pull\n",
+        ),
     ]);
     let dir = dir.path();
     let deployment_ref: &[&str] = &["-n", "default", "deployment", "never-ready"];
@@ -887,11 +936,36 @@ fn a_first_apply_that_times_out_is_shown_by_status_and_removed_by_destroy() {
         text(&status)
     );
 
+    assert_eq!(
+        recorded_names(&cluster, "defaults"),
+        ["default", "default"],
+        "the first apply recorded what it applied to the namespace and its account"
+    );
+    let account: &[&str] = &["-n", "default", "get", "serviceaccount", "default"];
+    let (namespace_uid, account_uid) = (
+        uid(&cluster, &["get", "namespace", "default"]),
+        uid(&cluster, account),
+    );
     let destroyed = run(&cluster, dir, &["destroy", "--yes"]);
     assert_eq!(destroyed.status.code(), Some(0), "{}", text(&destroyed));
     assert!(
         gone_within(&cluster, deployment_ref, 120),
         "destroy left the failed first apply's Deployment: {}",
+        text(&destroyed)
+    );
+    // What the control plane made is kept, and destroy says so.
+    assert_eq!(
+        (
+            uid(&cluster, &["get", "namespace", "default"]),
+            uid(&cluster, account)
+        ),
+        (namespace_uid, account_uid),
+        "destroy deleted what the control plane made: {}",
+        text(&destroyed)
+    );
+    assert!(
+        printed(&destroyed).contains("the control plane made it"),
+        "destroy does not say why it kept namespace default: {}",
         text(&destroyed)
     );
 }

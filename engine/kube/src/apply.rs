@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{DeleteParams, Patch, PropagationPolicy};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
 use kube::{Api, Client};
 use serde_json::Value;
 use tazuna_core::config::{LoadBalancers, Manifest, Test, Wait};
@@ -33,10 +33,10 @@ use crate::live::LiveIndex;
 use crate::objects::errors::{
     UNKNOWN_FIELD_HINT, hand_edits, is_immutable, is_unknown_field, status_message,
 };
-use crate::objects::{
-    FIELD_MANAGER, PRUNE_ANNOTATION, api_for, apply_params, is_dangerous, owned_fields_hash,
-};
+use crate::objects::{FieldManager, LEGACY_FIELD_MANAGER, api_for};
 use crate::ownership::Ownership;
+use crate::prune;
+pub use crate::prune::Prune;
 use crate::state::{Entry, ManifestState, PluginRecord, Store, Stored};
 use crate::wait::{self, Watched};
 use tazuna_core::render::Rendered;
@@ -110,17 +110,6 @@ pub enum Recreate {
     Never,
     /// Delete it, wait until it is gone, and apply it again (`--recreate`).
     Allowed,
-}
-
-/// Whether objects no longer rendered are deleted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Prune {
-    /// Only manifests with `prune: true`.
-    Off,
-    /// Every manifest (`--prune`), except Namespaces, CRDs and PVCs.
-    On,
-    /// Including Namespaces, CRDs and PVCs (`--prune-dangerous`).
-    Dangerous,
 }
 
 /// Whether anything is persisted.
@@ -440,6 +429,8 @@ pub struct Run<'a> {
     pub states: &'a BTreeMap<String, Stored>,
     /// The stack that writes the state.
     pub stack: &'a str,
+    /// The field manager the stack applies as.
+    pub manager: FieldManager,
     /// Which manifest keeps which object (prune consults it).
     pub ownership: &'a Ownership,
     /// The key for hashing Secrets.
@@ -537,6 +528,12 @@ pub(crate) struct Prepared {
     /// Go Tazuna applied it (its state was migrated): the fields Go's run
     /// set, under whichever field manager, are Tazuna's to take over.
     takeover: bool,
+    /// The JSON patch that hands the legacy field manager's entry to the
+    /// stack's, sent before the apply ([`FieldManager::rename_legacy`]).
+    rename: Option<Value>,
+    /// Whom a dry run acts as, when not the stack's own manager
+    /// ([`FieldManager::as_for`]).
+    acts_as: Option<String>,
 }
 
 impl Run<'_> {
@@ -571,7 +568,7 @@ impl Run<'_> {
                                 .replace(
                                     name,
                                     &kube::api::PostParams {
-                                        field_manager: Some(FIELD_MANAGER.to_owned()),
+                                        field_manager: Some(self.manager.name().to_owned()),
                                         ..Default::default()
                                     },
                                     &object,
@@ -999,7 +996,7 @@ impl Run<'_> {
             && let Some(namespace) = &manifest.namespace
             && !crate::namespaces::renders(rendered, namespace)
         {
-            let created = crate::namespaces::ensure(self.cluster, namespace)
+            let created = crate::namespaces::ensure(self.cluster, namespace, &self.manager)
                 .await
                 .map_err(|error| ManifestError::Rejected {
                     object: ObjectRef {
@@ -1351,6 +1348,8 @@ impl Run<'_> {
             resolved,
             restore: false,
             takeover: false,
+            rename: None,
+            acts_as: None,
         })
     }
 
@@ -1414,7 +1413,7 @@ impl Run<'_> {
         let mut notes: Vec<Option<String>> = vec![None; prepared.len()];
         let mut to_send = Vec::new();
         let mut first_error: Option<(usize, ManifestError)> = None;
-        for (position, item) in prepared.into_iter().enumerate() {
+        for (position, mut item) in prepared.into_iter().enumerate() {
             let Some(resolved) = item.resolved.clone() else {
                 results[position] = Some((item.object, None, Action::Created));
                 notes[position] = Some("its kind is created by this run; not sent".into());
@@ -1432,7 +1431,14 @@ impl Run<'_> {
                 continue;
             }
             let current = match index.get(&item.object, &resolved).await {
-                Ok(current) => current.map(owned_fields_hash),
+                Ok(current) => {
+                    if let Some(live) = current {
+                        item.rename = self.manager.rename_legacy(live);
+                        let acts_as = self.manager.as_for(Some(live));
+                        item.acts_as = (acts_as != self.manager.name()).then(|| acts_as.to_owned());
+                    }
+                    current.map(|live| self.manager.owned_fields_hash(live))
+                }
                 Err(e) => {
                     first_error.get_or_insert((
                         position,
@@ -1526,7 +1532,7 @@ impl Run<'_> {
                     if !said.is_empty() {
                         notes[position] = Some(said.join("; "));
                     }
-                    let fields = owned_fields_hash(&applied);
+                    let fields = self.manager.owned_fields_hash(&applied);
                     let entry =
                         Entry::new(&item.object, item.hash, fields).removed_when_done(&item.value);
                     results[position] = Some((item.object, Some((entry, Some(applied))), action));
@@ -1568,10 +1574,17 @@ impl Run<'_> {
             .clone()
             .expect("only resolved objects are sent");
         let api = api_for(self.client(), &resolved, item.object.namespace.as_deref());
-        let mut params = apply_params();
+        let mut params = self.manager.apply_params();
         params.force = self.settings.conflicts == Conflicts::Force || item.takeover;
         params.dry_run = self.settings.mode == Mode::DryRun;
         let mut notes = Vec::new();
+        match (&item.rename, &item.acts_as) {
+            // A dry run renames nothing: it acts as the legacy manager, which
+            // meets the conflicts that the rename and the apply would.
+            (_, Some(legacy)) if params.dry_run => params.field_manager = Some(legacy.clone()),
+            (Some(rename), _) if !params.dry_run => self.rename_legacy(item, &api, rename).await?,
+            _ => {}
+        }
         if item.takeover && self.settings.conflicts != Conflicts::Force {
             notes.push("took over the fields Go Tazuna applied".to_owned());
         }
@@ -1662,6 +1675,33 @@ impl Run<'_> {
         }
     }
 
+    /// Hand the legacy field manager's entry of `item` to the stack's
+    /// manager (`rename`, from [`FieldManager::rename_legacy`]).
+    async fn rename_legacy(
+        &self,
+        item: &Prepared,
+        api: &Api<DynamicObject>,
+        rename: &Value,
+    ) -> Result<(), ManifestError> {
+        let refused = |message: String| ManifestError::Rejected {
+            object: item.object.clone(),
+            message: format!(
+                "cannot hand the fields of field manager `{LEGACY_FIELD_MANAGER}` to `{}`: {message}; run `apply` again",
+                self.manager.name()
+            ),
+        };
+        let patch: json_patch::Patch =
+            serde_json::from_value(rename.clone()).map_err(|e| refused(e.to_string()))?;
+        api.patch(
+            &item.object.name,
+            &PatchParams::default(),
+            &Patch::Json::<()>(patch),
+        )
+        .await
+        .map_err(|e| refused(status_message(&e)))?;
+        Ok(())
+    }
+
     /// Namespaces that exist live, read once per run (dry runs only).
     async fn live_namespaces<'s>(&self, shared: &'s Shared) -> &'s HashSet<String> {
         shared
@@ -1719,14 +1759,7 @@ impl Run<'_> {
         let mut tracked = Vec::new();
         let mut pending = Vec::new();
         for object in objects {
-            let removal = if prune == Prune::Off {
-                Removal::Kept {
-                    note: "no longer rendered; pass `--prune` to delete it".to_owned(),
-                    tracked: true,
-                }
-            } else {
-                self.delete_owned(manifest, &object, prune).await?
-            };
+            let removal = self.delete_owned(manifest, &object, prune).await?;
             let (action, note) = match removal {
                 // Already gone, or never Tazuna's: forget it.
                 Removal::Absent => continue,
@@ -1760,7 +1793,7 @@ impl Run<'_> {
         Ok(tracked)
     }
 
-    /// Delete `object` if it is still `manifest`'s and may be pruned.
+    /// Delete `object` if the prune verdict says so at `prune`.
     async fn delete_owned(
         &self,
         manifest: &str,
@@ -1770,12 +1803,6 @@ impl Run<'_> {
         let Some(resolved) = self.cluster.resolve(object) else {
             return Ok(Removal::Absent);
         };
-        if is_dangerous(object) && prune < Prune::Dangerous {
-            return Ok(Removal::Kept {
-                note: format!("a {} is only pruned with `--prune-dangerous`", object.kind),
-                tracked: true,
-            });
-        }
         let api = api_for(self.client(), &resolved, object.namespace.as_deref());
         let live = api
             .get_opt(&object.name)
@@ -1784,37 +1811,20 @@ impl Run<'_> {
                 object: object.clone(),
                 message: status_message(&e),
             })?;
-        let Some(live) = live else {
-            return Ok(Removal::Absent);
-        };
-        let annotations = live.metadata.annotations.clone().unwrap_or_default();
-        if annotations
-            .get(PRUNE_ANNOTATION)
-            .is_some_and(|v| v == "disabled")
-        {
+        // What cannot be read as JSON is not known to be Tazuna's: kept.
+        let value = live
+            .as_ref()
+            .map(|live| serde_json::to_value(live).unwrap_or(Value::Null));
+        let verdict = prune::verdict(object, manifest, value.as_ref());
+        if let Some(note) = verdict.kept_because(object, prune, false) {
             return Ok(Removal::Kept {
-                note: format!("annotated `{PRUNE_ANNOTATION}: disabled`; Tazuna stops managing it"),
-                tracked: false,
+                note,
+                tracked: verdict.tracked(),
             });
         }
-        // Another manifest (of this stack or another) applied it since: it
-        // is theirs now.
-        if annotations
-            .get(crate::objects::MANIFEST_ANNOTATION)
-            .is_some_and(|owner| owner != manifest)
-        {
+        let Some(live) = live.filter(|_| verdict != prune::Verdict::NotOurs) else {
             return Ok(Removal::Absent);
-        }
-        let ours = annotations.contains_key(crate::objects::MANIFEST_ANNOTATION)
-            || live
-                .metadata
-                .managed_fields
-                .iter()
-                .flatten()
-                .any(|f| f.manager.as_deref() == Some(FIELD_MANAGER));
-        if !ours {
-            return Ok(Removal::Absent);
-        }
+        };
         let params = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Background),
             preconditions: Some(kube::api::Preconditions {

@@ -7,8 +7,9 @@
 //! - [`state`]: the records of what was applied, and the Lease;
 //! - [`live`], [`plan`], [`apply`], [`wait`], [`checks`], [`status`]: reading,
 //!   diffing, applying and watching objects;
-//! - [`ownership`] and [`destroy`]: which records and objects a stack may
-//!   prune, and taking them down in order;
+//! - [`ownership`], [`prune`] and [`destroy`]: which records a stack may
+//!   prune, whether an object is deleted (the prune verdict), and taking
+//!   them down in order;
 //! - [`warnings`]: API server warnings, collected per run.
 //!
 //! Rendered objects arrive as [`tazuna_core::render::Rendered`]; this crate does
@@ -27,6 +28,7 @@ pub mod namespaces;
 pub mod objects;
 pub mod ownership;
 pub mod plan;
+pub mod prune;
 pub mod state;
 pub mod status;
 pub mod takeover;

@@ -153,8 +153,9 @@ async fn list(
 }
 
 /// What a metadata-only index keeps of an object: its name, annotations,
-/// the managed-fields entry of Tazuna's field manager, only the names and
-/// operations of the other managers, and the bootstrap label (the takeover
+/// the managed-fields entries of Tazuna's field managers (every stack's, and
+/// the legacy name), only the names, operations and subresources of the
+/// other managers, in their order, and the bootstrap label (the takeover
 /// verdict reads who made an object, `crate::takeover`). At 10,000 objects
 /// the rest of the metadata would be most of the memory.
 fn slim(metadata: kube::api::ObjectMeta) -> Value {
@@ -163,10 +164,14 @@ fn slim(metadata: kube::api::ObjectMeta) -> Value {
         .unwrap_or_default()
         .into_iter()
         .map(|f| {
-            if f.manager.as_deref() == Some(crate::objects::FIELD_MANAGER) {
+            if f.manager.as_deref().is_some_and(crate::objects::is_tazunas) {
                 serde_json::to_value(f).unwrap_or(Value::Null)
             } else {
-                serde_json::json!({ "manager": f.manager, "operation": f.operation })
+                serde_json::json!({
+                    "manager": f.manager,
+                    "operation": f.operation,
+                    "subresource": f.subresource,
+                })
             }
         })
         .collect();

@@ -142,7 +142,11 @@ pub async fn missing(
 /// Create the namespace `name` if it does not exist (helm's
 /// `--create-namespace`). It is not recorded as any manifest's, so neither
 /// prune nor destroy deletes it.
-pub async fn ensure(cluster: &Cluster, name: &str) -> Result<bool, kube::Error> {
+pub async fn ensure(
+    cluster: &Cluster,
+    name: &str,
+    manager: &crate::objects::FieldManager,
+) -> Result<bool, kube::Error> {
     let api: Api<Namespace> = Api::all(cluster.client().clone());
     if api.get_metadata_opt(name).await?.is_some() {
         return Ok(false);
@@ -162,7 +166,7 @@ pub async fn ensure(cluster: &Cluster, name: &str) -> Result<bool, kube::Error> 
         ..Default::default()
     };
     let params = PostParams {
-        field_manager: Some(crate::objects::FIELD_MANAGER.to_owned()),
+        field_manager: Some(manager.name().to_owned()),
         ..PostParams::default()
     };
     match api.create(&params, &namespace).await {

@@ -20,10 +20,9 @@ use tazuna_core::inventory::{self, ObjectRef};
 
 use crate::cluster::{Cluster, Resolved};
 use crate::live::LiveIndex;
-use crate::objects::{
-    FIELD_MANAGER, api_for, apply_params, fill_type, owned_fields_hash, prepare_object,
-};
+use crate::objects::{FieldManager, LEGACY_FIELD_MANAGER, api_for, fill_type, prepare_object};
 use crate::ownership::Ownership;
+use crate::prune;
 use crate::state::{Entry, Stored};
 use tazuna_core::render::Rendered;
 
@@ -142,9 +141,12 @@ impl Question {
 /// Compare `intents` with the cluster. `states` is the stack's own state;
 /// `all_names` are the manifests in the file (state of others is reported as
 /// to be pruned); `ownership` says which objects other manifests keep;
-/// `hash_key` is the Secret hash key, if the cluster has one.
+/// `hash_key` is the Secret hash key, if the cluster has one; `manager` is
+/// the stack's field manager, whom the dry runs act as.
+#[allow(clippy::too_many_arguments)]
 pub async fn compare(
     cluster: &Cluster,
+    manager: &FieldManager,
     states: &BTreeMap<String, Stored>,
     intents: &[Intent<'_>],
     all_names: &HashSet<String>,
@@ -264,7 +266,7 @@ pub async fn compare(
                 && let Some(current) = &current
                 && entry
                     .and_then(|e| e.fields.clone())
-                    .is_some_and(|f| owned_fields_hash(current) == Some(f))
+                    .is_some_and(|f| manager.owned_fields_hash(current) == Some(f))
             {
                 report.unchanged += 1;
                 continue;
@@ -313,8 +315,9 @@ pub async fn compare(
                     })
                 }
             };
-            let mut params = apply_params();
+            let mut params = manager.apply_params();
             params.dry_run = true;
+            params.field_manager = Some(manager.as_for(current.as_ref()).to_owned());
             let ((result, conflict, sent), warnings) = crate::warnings::collect(async {
                 let first = api
                     .patch(&object.name, &params, &Patch::Apply(&value))
@@ -400,7 +403,7 @@ pub async fn compare(
                         ChangeKind::Create
                     },
                     diff: Some(text),
-                    note: [retaken, other_managers(current.as_ref()), warning]
+                    note: [retaken, other_managers(current.as_ref(), manager), warning]
                         .into_iter()
                         .flatten()
                         .reduce(|a, b| format!("{a}; {b}")),
@@ -415,22 +418,24 @@ pub async fn compare(
                 if seen.contains(&object) || ownership.kept_by(&object.key(), name).is_some() {
                     continue;
                 }
-                let resolved = cluster.resolve(&object);
-                let keep = match &resolved {
-                    Some(resolved) => live
-                        .get(&object, resolved)
-                        .await
-                        .ok()
-                        .flatten()
-                        .is_some_and(keeps_itself),
-                    None => false,
+                // A kind no longer served: apply forgets the record.
+                let Some(resolved) = cluster.resolve(&object) else {
+                    continue;
                 };
+                let verdict = match live.get(&object, &resolved).await {
+                    Ok(current) => prune::verdict(&object, name, current),
+                    // Unreadable now: say what apply does if it is ours.
+                    Err(_) => unread(&object),
+                };
+                if verdict == prune::Verdict::NotOurs {
+                    continue;
+                }
                 report.changes.push(prune_change(
                     name,
                     &object,
                     "no longer rendered",
                     intent.manifest.prune,
-                    keep,
+                    verdict,
                 ));
             }
         }
@@ -521,7 +526,7 @@ pub fn pending(
                     &object,
                     "no longer rendered",
                     intent.manifest.prune,
-                    false,
+                    unread(&object),
                 ));
             }
         }
@@ -530,8 +535,6 @@ pub fn pending(
     report
 }
 
-/// A delete of `object` of `manifest`, which is no longer rendered (`why`),
-/// with a note that says what `apply` will really do with it.
 /// Indices of the helm hooks an apply of `values` leaves out (chart tests,
 /// delete hooks, install hooks of an upgrade): they are not compared.
 fn hooks_left_out(values: &[&Value], first: bool) -> HashSet<usize> {
@@ -549,50 +552,30 @@ fn hooks_left_out(values: &[&Value], first: bool) -> HashSet<usize> {
         .collect()
 }
 
+/// A delete of `object` of `manifest`, which is no longer rendered (`why`),
+/// with a note that says what `apply` will really do with it.
 fn prune_change(
     manifest: &str,
     object: &ObjectRef,
     why: &str,
     prunes_itself: bool,
-    annotated: bool,
+    verdict: prune::Verdict,
 ) -> Change {
     Change {
         manifest: manifest.to_owned(),
         object: object.to_string(),
         change: ChangeKind::Delete,
         diff: None,
-        note: Some(prune_note(object, why, prunes_itself, annotated)),
+        note: Some(verdict.note(object, why, prunes_itself)),
     }
 }
 
-/// What `apply` does with an object no longer rendered, in the words plan
-/// and state diff show: the rules of [`crate::apply`]'s prune.
-fn prune_note(object: &ObjectRef, why: &str, prunes_itself: bool, annotated: bool) -> String {
-    if annotated {
-        return format!(
-            "{why}; kept: annotated `{}: disabled`",
-            crate::objects::PRUNE_ANNOTATION
-        );
+/// The prune verdict for an object whose live form is not read (state
+/// diff, or a read that failed): what apply does if it is still Tazuna's.
+fn unread(object: &ObjectRef) -> prune::Verdict {
+    prune::Verdict::Delete {
+        needs: prune::needs(object),
     }
-    if crate::objects::is_dangerous(object) {
-        return format!(
-            "{why}; a {} is deleted only with `apply --prune-dangerous`",
-            object.kind
-        );
-    }
-    if prunes_itself {
-        format!("{why}; deleted by the next `apply` (`prune: true`)")
-    } else {
-        format!("{why}; deleted with `apply --prune`")
-    }
-}
-
-/// Whether a live object is annotated to be kept.
-fn keeps_itself(live: &Value) -> bool {
-    live.pointer("/metadata/annotations")
-        .and_then(|a| a.get(crate::objects::PRUNE_ANNOTATION))
-        .and_then(Value::as_str)
-        == Some("disabled")
 }
 
 /// The names of the namespaces that exist live (one list call).
@@ -643,7 +626,7 @@ fn removed_manifests(
                 &object,
                 "its manifest was removed from the file",
                 false,
-                false,
+                unread(&object),
             ));
         }
     }
@@ -673,12 +656,17 @@ fn adopt_note(live: Option<&Value>) -> String {
 
 /// Managers other than Tazuna that own fields of `live`: after a hand-over
 /// (Argo CD, Flux), plan says who else writes the object.
-fn other_managers(live: Option<&Value>) -> Option<String> {
+fn other_managers(live: Option<&Value>, manager: &FieldManager) -> Option<String> {
     let managed = live?.pointer("/metadata/managedFields")?.as_array()?;
     let mut others: Vec<String> = managed
         .iter()
         .filter_map(|f| f.get("manager").and_then(Value::as_str))
-        .filter(|m| *m != FIELD_MANAGER && !m.starts_with("kube-") && *m != "kwok")
+        .filter(|m| {
+            *m != manager.name()
+                && *m != LEGACY_FIELD_MANAGER
+                && !m.starts_with("kube-")
+                && *m != "kwok"
+        })
         .map(|m| format!("`{m}`"))
         .collect();
     others.sort();

@@ -116,31 +116,19 @@ pub fn takeover(
 }
 
 /// Whether the API server (or a controller of the control plane) made
-/// `object`: the bootstrap RBAC policy (`system:` names, label
-/// `kubernetes.io/bootstrapping: rbac-defaults`), what lives in the
-/// control plane's namespaces, those namespaces themselves, and objects
-/// whose every field manager is a `kube-` component.
+/// `object`, as far as a helm hook may not replace it: what prune never
+/// deletes ([`crate::prune::kept_by_control_plane`]), everything in the
+/// control plane's own namespaces, and objects whose every field manager
+/// is a `kube-` component.
 pub fn made_by_server(object: &ObjectRef, live: &Value) -> bool {
-    const CONTROL_PLANE: [&str; 4] = ["kube-system", "kube-public", "kube-node-lease", "default"];
-    let bootstrap = live
-        .pointer("/metadata/labels")
-        .and_then(|labels| labels.get(BOOTSTRAP_LABEL))
-        .and_then(Value::as_str)
-        == Some("rbac-defaults");
+    const CONTROL_PLANE: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
     let in_control_plane = object
         .namespace
         .as_deref()
-        .is_some_and(|ns| CONTROL_PLANE[..3].contains(&ns));
-    let control_plane_namespace = object.group.is_empty()
-        && object.kind == "Namespace"
-        && CONTROL_PLANE.contains(&object.name.as_str());
+        .is_some_and(|ns| CONTROL_PLANE.contains(&ns));
     let managers = managers(live);
     let by_components = !managers.is_empty() && managers.iter().all(|m| m.starts_with("kube-"));
-    bootstrap
-        || object.name.starts_with("system:")
-        || in_control_plane
-        || control_plane_namespace
-        || by_components
+    crate::prune::kept_by_control_plane(object, live) || in_control_plane || by_components
 }
 
 /// The field managers of `live`, sorted, each once.

@@ -1,0 +1,370 @@
+//! The prune verdict: what happens to an object a manifest no longer
+//! renders, or to every object of a stack that is destroyed. One pure
+//! function, [`verdict`], called by `plan` (to predict), by `apply --prune`
+//! and by `destroy` (to act), so what plan says is what apply does.
+//!
+//! Which stack may prune an object at all (not one another stack's state
+//! records) is [`crate::ownership`]'s question, asked before this one.
+
+use serde_json::Value;
+use tazuna_core::inventory::ObjectRef;
+
+use crate::objects::{MANIFEST_ANNOTATION, PRUNE_ANNOTATION, is_tazunas};
+use crate::takeover::BOOTSTRAP_LABEL;
+
+/// Whether objects no longer rendered are deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Prune {
+    /// Only manifests with `prune: true`.
+    Off,
+    /// Every manifest (`--prune`), except Namespaces, CRDs and PVCs.
+    On,
+    /// Including Namespaces, CRDs and PVCs (`--prune-dangerous`).
+    Dangerous,
+}
+
+/// What happens to an object `manifest` recorded and no longer renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Gone already, never written by Tazuna, or applied since by another
+    /// manifest: nothing to delete, and the record is forgotten.
+    NotOurs,
+    /// Annotated `tazuna.dev/prune: disabled`: kept, and Tazuna stops
+    /// managing it.
+    Released,
+    /// The control plane made it (see [`kept_by_control_plane`]): never
+    /// deleted, and the record is forgotten.
+    ControlPlane,
+    /// Deleted when the run's prune level is at least `needs`.
+    Delete {
+        /// [`Prune::Dangerous`] for what holds data, else [`Prune::On`].
+        needs: Prune,
+    },
+}
+
+/// The prune verdict for `object`, recorded by `manifest`, as it is `live`
+/// (`None`: it does not exist).
+pub fn verdict(object: &ObjectRef, manifest: &str, live: Option<&Value>) -> Verdict {
+    let Some(live) = live else {
+        return Verdict::NotOurs;
+    };
+    let annotation = |key: &str| {
+        live.pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+    };
+    if annotation(PRUNE_ANNOTATION) == Some("disabled") {
+        return Verdict::Released;
+    }
+    let written_by = annotation(MANIFEST_ANNOTATION);
+    if written_by.is_some_and(|other| other != manifest) {
+        return Verdict::NotOurs;
+    }
+    let by_tazuna = written_by.is_some()
+        || live
+            .pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|f| {
+                f.get("manager")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_tazunas)
+            });
+    if !by_tazuna {
+        return Verdict::NotOurs;
+    }
+    if kept_by_control_plane(object, live) {
+        return Verdict::ControlPlane;
+    }
+    Verdict::Delete {
+        needs: needs(object),
+    }
+}
+
+/// The prune level that deletes `object`: Namespaces, CRDs and PVCs hold
+/// data, so they need [`Prune::Dangerous`].
+pub fn needs(object: &ObjectRef) -> Prune {
+    let holds_data = matches!(
+        (object.group.as_str(), object.kind.as_str()),
+        ("", "Namespace")
+            | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("", "PersistentVolumeClaim")
+    );
+    if holds_data {
+        Prune::Dangerous
+    } else {
+        Prune::On
+    }
+}
+
+/// Objects the API server or the control plane's controllers make and
+/// need, which no prune or destroy deletes even when Tazuna applied to
+/// them: the bootstrap RBAC policy (label `kubernetes.io/bootstrapping:
+/// rbac-defaults`, `system:` names), the `system-` PriorityClasses, the
+/// control plane's namespaces and `default`, the `kubernetes` Service and
+/// its endpoints, every namespace's `kube-root-ca.crt` and `default`
+/// ServiceAccount.
+pub fn kept_by_control_plane(object: &ObjectRef, live: &Value) -> bool {
+    const NAMESPACES: [&str; 4] = ["kube-system", "kube-public", "kube-node-lease", "default"];
+    let bootstrap = live
+        .pointer("/metadata/labels")
+        .and_then(|labels| labels.get(BOOTSTRAP_LABEL))
+        .and_then(Value::as_str)
+        == Some("rbac-defaults");
+    let name = object.name.as_str();
+    let namespace = object.namespace.as_deref();
+    let made = match (object.group.as_str(), object.kind.as_str()) {
+        ("", "Namespace") => NAMESPACES.contains(&name),
+        ("scheduling.k8s.io", "PriorityClass") => name.starts_with("system-"),
+        ("", "Service" | "Endpoints") | ("discovery.k8s.io", "EndpointSlice") => {
+            namespace == Some("default") && name == "kubernetes"
+        }
+        ("", "ConfigMap") => name == "kube-root-ca.crt",
+        ("", "ServiceAccount") => name == "default",
+        _ => false,
+    };
+    bootstrap || name.starts_with("system:") || made
+}
+
+impl Verdict {
+    /// Why the object stays, when it does at `prune`; `None` when it is
+    /// deleted or was never there to delete.
+    pub fn kept_because(
+        self,
+        object: &ObjectRef,
+        prune: Prune,
+        prunes_itself: bool,
+    ) -> Option<String> {
+        match self {
+            Verdict::NotOurs => None,
+            Verdict::Released => Some(format!(
+                "annotated `{PRUNE_ANNOTATION}: disabled`; Tazuna stops managing it"
+            )),
+            Verdict::ControlPlane => Some(
+                "the control plane made it and needs it; Tazuna never deletes it and stops \
+                 tracking it"
+                    .to_owned(),
+            ),
+            Verdict::Delete { needs } if prune >= needs => None,
+            Verdict::Delete {
+                needs: Prune::Dangerous,
+            } => Some(format!(
+                "a {} is only pruned with `--prune-dangerous`",
+                object.kind
+            )),
+            Verdict::Delete { .. } if prunes_itself => None,
+            Verdict::Delete { .. } => {
+                Some("no longer rendered; pass `--prune` to delete it".to_owned())
+            }
+        }
+    }
+
+    /// Whether a kept object's record stays in state.
+    pub fn tracked(self) -> bool {
+        matches!(self, Verdict::Delete { .. })
+    }
+
+    /// What `plan` says of it: `why` it is no longer wanted, and what
+    /// `apply` will do (`prunes_itself`: the manifest has `prune: true`).
+    pub fn note(self, object: &ObjectRef, why: &str, prunes_itself: bool) -> String {
+        let then = match self {
+            Verdict::NotOurs => {
+                "Tazuna forgets it (gone, or applied since by another manifest)".to_owned()
+            }
+            Verdict::Released => format!("kept: annotated `{PRUNE_ANNOTATION}: disabled`"),
+            Verdict::ControlPlane => "kept: the control plane made it and needs it".to_owned(),
+            Verdict::Delete {
+                needs: Prune::Dangerous,
+            } => format!(
+                "a {} is deleted only with `apply --prune-dangerous`",
+                object.kind
+            ),
+            Verdict::Delete { .. } if prunes_itself => {
+                "deleted by the next `apply` (`prune: true`)".to_owned()
+            }
+            Verdict::Delete { .. } => "deleted with `apply --prune`".to_owned(),
+        };
+        format!("{why}; {then}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> ObjectRef {
+        ObjectRef {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            namespace: namespace.map(str::to_owned),
+            name: name.into(),
+        }
+    }
+
+    fn ours(manifest: &str) -> Value {
+        json!({"metadata": {"annotations": {MANIFEST_ANNOTATION: manifest}}})
+    }
+
+    #[test]
+    fn an_object_that_is_gone_is_forgotten() {
+        let cm = object("", "ConfigMap", Some("a"), "x");
+        assert_eq!(verdict(&cm, "m", None), Verdict::NotOurs);
+    }
+
+    #[test]
+    fn an_object_another_manifest_applied_since_is_not_deleted() {
+        let cm = object("", "ConfigMap", Some("a"), "x");
+        assert_eq!(verdict(&cm, "m", Some(&ours("other"))), Verdict::NotOurs);
+    }
+
+    #[test]
+    fn an_object_tazuna_never_wrote_is_not_deleted() {
+        let cm = object("", "ConfigMap", Some("a"), "x");
+        let by_hand =
+            json!({"metadata": {"managedFields": [{"manager": "kubectl-client-side-apply"}]}});
+        assert_eq!(verdict(&cm, "m", Some(&by_hand)), Verdict::NotOurs);
+        for manager in ["tazuna", "tazuna/platform/tazuna.yaml"] {
+            let by_tazuna = json!({"metadata": {"managedFields": [{"manager": manager}]}});
+            assert_eq!(
+                verdict(&cm, "m", Some(&by_tazuna)),
+                Verdict::Delete { needs: Prune::On }
+            );
+        }
+        let lookalike = json!({"metadata": {"managedFields": [{"manager": "tazuna-fake"}]}});
+        assert_eq!(verdict(&cm, "m", Some(&lookalike)), Verdict::NotOurs);
+    }
+
+    #[test]
+    fn the_keep_annotation_releases_it() {
+        let cm = object("", "ConfigMap", Some("a"), "x");
+        let live = json!({"metadata": {"annotations": {PRUNE_ANNOTATION: "disabled"}}});
+        let verdict = verdict(&cm, "m", Some(&live));
+        assert_eq!(verdict, Verdict::Released);
+        assert!(verdict.kept_because(&cm, Prune::Dangerous, true).is_some());
+        assert!(!verdict.tracked());
+    }
+
+    #[test]
+    fn what_holds_data_needs_prune_dangerous() {
+        for held in [
+            object("", "Namespace", None, "team"),
+            object("", "PersistentVolumeClaim", Some("a"), "data"),
+            object(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                None,
+                "x.example.com",
+            ),
+        ] {
+            let verdict = verdict(&held, "m", Some(&ours("m")));
+            assert_eq!(
+                verdict,
+                Verdict::Delete {
+                    needs: Prune::Dangerous
+                },
+                "{held}"
+            );
+            assert!(
+                verdict.kept_because(&held, Prune::On, true).is_some(),
+                "{held}"
+            );
+            assert_eq!(
+                verdict.kept_because(&held, Prune::Dangerous, false),
+                None,
+                "{held}"
+            );
+            assert!(verdict.tracked());
+        }
+    }
+
+    #[test]
+    fn prune_off_keeps_it_unless_the_manifest_prunes_itself() {
+        let cm = object("", "ConfigMap", Some("a"), "x");
+        let verdict = verdict(&cm, "m", Some(&ours("m")));
+        assert!(verdict.kept_because(&cm, Prune::Off, false).is_some());
+        assert_eq!(verdict.kept_because(&cm, Prune::Off, true), None);
+        assert_eq!(verdict.kept_because(&cm, Prune::On, false), None);
+        assert!(
+            verdict
+                .note(&cm, "no longer rendered", true)
+                .contains("next `apply`")
+        );
+        assert!(
+            verdict
+                .note(&cm, "no longer rendered", false)
+                .contains("`apply --prune`")
+        );
+    }
+
+    #[test]
+    fn what_the_control_plane_made_is_never_deleted() {
+        let made = [
+            object("", "Namespace", None, "kube-system"),
+            object("", "Namespace", None, "default"),
+            object(
+                "rbac.authorization.k8s.io",
+                "ClusterRole",
+                None,
+                "system:aggregate-to-view",
+            ),
+            object(
+                "rbac.authorization.k8s.io",
+                "ClusterRoleBinding",
+                None,
+                "system:public-info-viewer",
+            ),
+            object(
+                "scheduling.k8s.io",
+                "PriorityClass",
+                None,
+                "system-node-critical",
+            ),
+            object("", "Service", Some("default"), "kubernetes"),
+            object(
+                "discovery.k8s.io",
+                "EndpointSlice",
+                Some("default"),
+                "kubernetes",
+            ),
+            object("", "ConfigMap", Some("team"), "kube-root-ca.crt"),
+            object("", "ServiceAccount", Some("team"), "default"),
+        ];
+        for object in made {
+            let verdict = verdict(&object, "m", Some(&ours("m")));
+            assert_eq!(verdict, Verdict::ControlPlane, "{object}");
+            assert!(
+                verdict
+                    .kept_because(&object, Prune::Dangerous, true)
+                    .is_some(),
+                "{object}"
+            );
+            assert!(!verdict.tracked(), "{object}");
+        }
+        // By its label, whatever its name.
+        let role = object("rbac.authorization.k8s.io", "ClusterRole", None, "admin");
+        let mut live = ours("m");
+        live["metadata"]["labels"] = json!({BOOTSTRAP_LABEL: "rbac-defaults"});
+        assert_eq!(verdict(&role, "m", Some(&live)), Verdict::ControlPlane);
+    }
+
+    #[test]
+    fn what_users_put_in_control_plane_namespaces_is_theirs() {
+        // A CNI's DaemonSet in kube-system, a Service named like the API's
+        // elsewhere, a ServiceAccount not named default.
+        for object in [
+            object("apps", "DaemonSet", Some("kube-system"), "cilium"),
+            object("", "Service", Some("team"), "kubernetes"),
+            object("", "ServiceAccount", Some("kube-system"), "cilium"),
+            object("", "Namespace", None, "kube-flannel"),
+        ] {
+            let verdict = verdict(&object, "m", Some(&ours("m")));
+            assert!(
+                matches!(verdict, Verdict::Delete { .. }),
+                "{object}: {verdict:?}"
+            );
+        }
+    }
+}
