@@ -31,6 +31,7 @@ use crate::cluster::{self, Cluster, ClusterError, ConnectOptions};
 use crate::distribution::{Blobs, Resolve};
 use crate::guard::{ContextGuard, GuardError, Rebind};
 use crate::host::{HostError, HostSettings, PluginHost, Protected};
+use crate::objects::FieldManager;
 use crate::ownership::{Claims, Ownership, OwnershipError, StackStates};
 use crate::plan::{self, Intent, PlanError, Question, Report};
 use crate::plugins::{self, PluginLoadError, PluginSet, Role};
@@ -894,6 +895,7 @@ impl Stack {
             store,
             states: &states.own,
             stack: self.name(),
+            manager: FieldManager::of(self.name()),
             ownership: &ownership,
             hash_key: &hash_key,
             settings: &settings,
@@ -1023,6 +1025,7 @@ impl Stack {
                 store,
                 states: &states.own,
                 stack: self.name(),
+                manager: FieldManager::of(self.name()),
                 ownership: &ownership,
                 hash_key: &hash_key,
                 settings: &settings,
@@ -1118,6 +1121,7 @@ impl Stack {
         };
         Ok(plan::compare(
             &connection.cluster,
+            &FieldManager::of(self.name()),
             &states.own,
             &intents,
             &all,
@@ -1207,6 +1211,7 @@ impl Stack {
                 store,
                 states: &doomed,
                 stack: self.name(),
+                manager: FieldManager::of(self.name()),
                 ownership: &ownership,
                 hash_key: &[],
                 settings: &settings,
@@ -1659,7 +1664,8 @@ pub fn derived_name(file: &Path) -> String {
             let top = top.canonicalize().unwrap_or(top);
             let repository = git(&["config", "--get", "remote.origin.url"])
                 .and_then(|url| {
-                    url.trim_end_matches('/')
+                    without_query(&url)
+                        .trim_end_matches('/')
                         .rsplit(['/', ':'])
                         .next()
                         .map(|last| last.trim_end_matches(".git").to_owned())
@@ -1713,7 +1719,11 @@ pub fn repository_origin(file: &Path) -> Option<String> {
 
 /// `https://token@GitHub.com/acme/platform.git/` and
 /// `git@github.com:acme/platform.git` as `github.com/acme/platform`.
+///
+/// A query or fragment (`?private_token=…`) is left out too: only the
+/// repository's address is a name, never what authenticates to it.
 fn normalized_origin(url: &str) -> Option<String> {
+    let url = without_query(url);
     let (rest, scp) = match url.split_once("://") {
         Some((_, rest)) => (rest, false),
         None => (url, true),
@@ -1738,6 +1748,11 @@ fn normalized_origin(url: &str) -> Option<String> {
             format!("{host}/{path}")
         }
     })
+}
+
+/// `url` up to its query or fragment, which may carry a token.
+fn without_query(url: &str) -> &str {
+    url.split(['?', '#']).next().unwrap_or(url)
 }
 
 /// The git commit of `dir`, if it is in a work tree.
@@ -1843,6 +1858,8 @@ mod tests {
             "https://github.com/acme/platform/",
             "git@github.com:acme/platform.git",
             "ssh://git@github.com/acme/platform",
+            "https://github.com/acme/platform?private_token=glpat-secret",
+            "https://github.com/acme/platform.git#token=secret",
         ] {
             assert_eq!(
                 normalized_origin(url).as_deref(),
