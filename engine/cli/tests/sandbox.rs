@@ -768,7 +768,7 @@ spec:
   plugins:
     - name: probe
       source: file://{{probe}}
-      grants: ["emit:cluster:ClusterRole", "emit:object:Service/fine"]
+      grants: ["emit:cluster:ClusterRole", "emit:object:Service/fine", "emit:kind:ReplicationController"]
   manifests:
     - name: takeover
       type: probe
@@ -807,6 +807,11 @@ spec:
         ("pod", "host-root"),
         ("service", "redirect"),
         ("service", "fine"),
+        ("pod", "reads-token"),
+        ("pod", "unconfined"),
+        ("service", "dns-ip"),
+        ("replicationcontroller", "as-admin"),
+        ("statefulset", "claims-other"),
     ] {
         let planted = common::output(
             cluster
@@ -938,6 +943,34 @@ const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
         "{apiVersion: v1, kind: Pod, metadata: {name: host-root}, spec: {automountServiceAccountToken: false, volumes: [{name: r, hostPath: {path: /}}], containers: [{name: c, image: x}]}}",
         "Pod default/host-root",
         Some("emit:object:Pod/host-root"),
+    ),
+    // Found by an outside attack: another identity's token read rather than
+    // mounted, a seccomp profile outside the baseline, the cluster DNS's
+    // address, Pods of a kind granted by kind, a volume someone else left.
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: reads-token}, spec: {automountServiceAccountToken: false, volumes: [{name: t, secret: {secretName: admin-token}}], containers: [{name: c, image: x}]}}",
+        "Pod default/reads-token",
+        Some("emit:object:Pod/reads-token"),
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: unconfined}, spec: {automountServiceAccountToken: false, securityContext: {seccompProfile: {type: Unconfined}}, containers: [{name: c, image: x}]}}",
+        "Pod default/unconfined",
+        Some("emit:object:Pod/unconfined"),
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: dns-ip}, spec: {clusterIP: 10.96.0.10, ports: [{port: 53}]}}",
+        "Service default/dns-ip",
+        Some("emit:object:Service/dns-ip"),
+    ),
+    (
+        "{apiVersion: v1, kind: ReplicationController, metadata: {name: as-admin}, spec: {selector: {a: b}, template: {metadata: {labels: {a: b}}, spec: {serviceAccountName: admin, containers: [{name: c, image: x}]}}}}",
+        "ReplicationController default/as-admin",
+        Some("emit:object:ReplicationController/as-admin"),
+    ),
+    (
+        "{apiVersion: apps/v1, kind: StatefulSet, metadata: {name: claims-other}, spec: {selector: {matchLabels: {a: b}}, serviceName: s, template: {metadata: {labels: {a: b}}, spec: {automountServiceAccountToken: false, containers: [{name: c, image: x}]}}, volumeClaimTemplates: [{metadata: {name: d}, spec: {volumeName: someone-elses-pv, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]}}",
+        "StatefulSet default/claims-other",
+        Some("emit:object:StatefulSet/claims-other"),
     ),
     (
         "{apiVersion: v1, kind: Service, metadata: {name: redirect}, spec: {type: ExternalName, externalName: attacker.example}}",

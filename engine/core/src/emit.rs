@@ -133,8 +133,8 @@ pub const ALLOWED: &[Allowed] = &[
     Allowed {
         group: "apps",
         kind: "StatefulSet",
-        reason: "its Pods run as a ServiceAccount the same render creates, within the Pod Security baseline",
-        check: Some(template_check),
+        reason: "its Pods run as a ServiceAccount the same render creates, within the Pod Security baseline; its claims ask for new storage",
+        check: Some(stateful_check),
     },
     Allowed {
         group: "apps",
@@ -305,10 +305,11 @@ pub const NAMED: &[Named] = &[
 ];
 
 /// What one render creates that an object may rely on: the ServiceAccounts
-/// (namespace, name) its workloads may run as.
+/// (namespace, name) its workloads may run as, and the Secrets they may read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Made {
     service_accounts: HashSet<(String, String)>,
+    secrets: HashSet<(String, String)>,
     /// The namespace the object being judged lives in.
     namespace: String,
 }
@@ -317,26 +318,42 @@ impl Made {
     /// What the render of `objects` creates, namespaced objects without a
     /// namespace taking `home`.
     pub fn of<'a>(objects: impl IntoIterator<Item = &'a Value>, home: &str) -> Made {
-        let service_accounts = objects
-            .into_iter()
-            .filter(|o| o["apiVersion"] == "v1" && o["kind"] == "ServiceAccount")
-            .filter_map(|o| {
-                let name = o["metadata"]["name"].as_str()?;
-                let namespace = o["metadata"]["namespace"].as_str().unwrap_or(home);
-                Some((namespace.to_owned(), name.to_owned()))
-            })
-            .collect();
-        Made {
-            service_accounts,
+        let mut made = Made {
             namespace: home.to_owned(),
+            ..Made::default()
+        };
+        for object in objects {
+            let (Some(name), true) = (
+                object["metadata"]["name"].as_str(),
+                object["apiVersion"] == "v1",
+            ) else {
+                continue;
+            };
+            let namespace = object["metadata"]["namespace"].as_str().unwrap_or(home);
+            let made = match object["kind"].as_str() {
+                Some("ServiceAccount") => &mut made.service_accounts,
+                // Only data: a token Secret of the render holds another's token.
+                Some("Secret") if secret_check(object, &Made::default()).is_none() => {
+                    &mut made.secrets
+                }
+                _ => continue,
+            };
+            made.insert((namespace.to_owned(), name.to_owned()));
         }
+        made
     }
 
     fn in_namespace(&self, namespace: &str) -> Made {
         Made {
-            service_accounts: self.service_accounts.clone(),
             namespace: namespace.to_owned(),
+            ..self.clone()
         }
+    }
+
+    /// Whether this render creates Secret `name` in the judged namespace.
+    fn has_secret(&self, name: &str) -> bool {
+        self.secrets
+            .contains(&(self.namespace.clone(), name.to_owned()))
     }
 }
 
@@ -427,6 +444,24 @@ impl EmitScope {
                 why,
             });
         }
+        // Whatever else makes Pods (a ReplicationController granted by
+        // kind, a custom resource with a Pod template) keeps to the same
+        // bounds as the allowed workloads, or needs its name granted.
+        let judged = reference.namespace.is_some()
+            && ALLOWED.iter().any(|a| a.group == group && a.kind == kind);
+        if !judged
+            && let Some(spec) = pod_spec_of(object)
+            && let Some(why) = pod_spec_check(
+                spec,
+                &made.in_namespace(reference.namespace.as_deref().unwrap_or(home)),
+            )
+            && !needed.iter().any(|n| n.grant == named())
+        {
+            needed.push(Needed {
+                grant: named(),
+                why: format!("it makes Pods: {why}"),
+            });
+        }
         needed.retain(|n| !self.allows(&n.grant));
         needed
     }
@@ -508,6 +543,19 @@ fn service_check(object: &Value, _: &Made) -> Option<String> {
     if !spec["type"].is_null() && !spec["type"].is_string() {
         return Some("a Service `type` that is not a string".to_owned());
     }
+    for field in ["clusterIP", "clusterIPs"] {
+        let fixed = match &spec[field] {
+            Value::Null => false,
+            Value::String(ip) => !ip.is_empty() && ip != "None",
+            Value::Array(ips) => ips.iter().any(|ip| ip != "" && ip != "None"),
+            _ => true,
+        };
+        if fixed {
+            return Some(format!(
+                "`{field}` takes a fixed address, which another Service (the cluster's DNS, say) may be meant to have"
+            ));
+        }
+    }
     let external = spec["externalIPs"]
         .as_array()
         .is_some_and(|ips| !ips.is_empty())
@@ -521,12 +569,39 @@ fn claim_check(object: &Value, _: &Made) -> Option<String> {
         .then(|| "`volumeName` binds an existing volume, with another's data".to_owned())
 }
 
+/// The Pod spec an object of any kind carries, found by its shape: its own
+/// `spec` (a Pod), a `spec.template` (the workloads, ReplicationControllers,
+/// most custom resources that run Pods) or a CronJob's job template.
+fn pod_spec_of(object: &Value) -> Option<&Value> {
+    let spec = &object["spec"];
+    [
+        spec,
+        &spec["template"]["spec"],
+        &spec["jobTemplate"]["spec"]["template"]["spec"],
+    ]
+    .into_iter()
+    .find(|candidate| !candidate["containers"].is_null())
+}
+
 fn pod_check(object: &Value, made: &Made) -> Option<String> {
     pod_spec_check(&object["spec"], made)
 }
 
 fn template_check(object: &Value, made: &Made) -> Option<String> {
     pod_spec_check(&object["spec"]["template"]["spec"], made)
+}
+
+fn stateful_check(object: &Value, made: &Made) -> Option<String> {
+    for claim in object["spec"]["volumeClaimTemplates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if let Some(why) = claim_check(claim, made) {
+            return Some(format!("a claim template's {why}"));
+        }
+    }
+    template_check(object, made)
 }
 
 fn cron_check(object: &Value, made: &Made) -> Option<String> {
@@ -637,6 +712,16 @@ fn pod_spec_check(spec: &Value, made: &Made) -> Option<String> {
                 VOLUME_SOURCES.join(", ")
             ));
         }
+        if source.as_str() == "secret"
+            && let Some(why) = secret_read(&volume["secret"]["secretName"], made)
+        {
+            return Some(format!("volume `{name}` {why}"));
+        }
+        if source.as_str() == "ephemeral"
+            && let Some(why) = claim_check(&volume["ephemeral"]["volumeClaimTemplate"], made)
+        {
+            return Some(format!("volume `{name}`'s claim template: {why}"));
+        }
         if source.as_str() == "projected" {
             let projections = volume["projected"]["sources"].as_array();
             for projection in projections.into_iter().flatten() {
@@ -649,6 +734,12 @@ fn pod_spec_check(spec: &Value, made: &Made) -> Option<String> {
                     }
                     projects_token |= key == "serviceAccountToken";
                 }
+                if let Some(why) = projection
+                    .get("secret")
+                    .and_then(|secret| secret_read(&secret["name"], made))
+                {
+                    return Some(format!("volume `{name}` {why}"));
+                }
             }
         }
     }
@@ -660,6 +751,9 @@ fn pod_spec_check(spec: &Value, made: &Made) -> Option<String> {
         ));
     }
     if let Some(context) = spec.get("securityContext").filter(|c| !c.is_null()) {
+        if let Some(why) = context_check(context, POD_CONTEXT) {
+            return Some(format!("the Pod's {why}"));
+        }
         for sysctl in context["sysctls"].as_array().into_iter().flatten() {
             let name = sysctl["name"].as_str().unwrap_or_default();
             if !SAFE_SYSCTLS.contains(&name) {
@@ -677,7 +771,7 @@ fn pod_spec_check(spec: &Value, made: &Made) -> Option<String> {
             return Some(format!("`{list}` is not a list"));
         };
         for container in containers {
-            if let Some(why) = container_check(container) {
+            if let Some(why) = container_check(container, made) {
                 return Some(why);
             }
         }
@@ -685,9 +779,125 @@ fn pod_spec_check(spec: &Value, made: &Made) -> Option<String> {
     None
 }
 
-fn container_check(container: &Value) -> Option<String> {
+/// Why reading Secret `name` is beyond a plugin's Pod: it is not one the
+/// same render creates (another identity's token, say).
+fn secret_read(name: &Value, made: &Made) -> Option<String> {
+    match name.as_str() {
+        Some(name) if made.has_secret(name) => None,
+        Some(name) => Some(format!(
+            "reads Secret `{name}`, which this render does not create"
+        )),
+        None => Some("reads a Secret it does not name".to_owned()),
+    }
+}
+
+/// The fields of a Pod's `securityContext` a plugin's Pod may set: the
+/// rest (`windowsOptions` with its host processes, say) needs a grant.
+const POD_CONTEXT: &[&str] = &[
+    "runAsUser",
+    "runAsGroup",
+    "runAsNonRoot",
+    "fsGroup",
+    "fsGroupChangePolicy",
+    "supplementalGroups",
+    "supplementalGroupsPolicy",
+    "sysctls",
+    "seccompProfile",
+    "appArmorProfile",
+    "seLinuxOptions",
+    "seLinuxChangePolicy",
+];
+
+/// The fields of a container's `securityContext` a plugin's Pod may set.
+const CONTAINER_CONTEXT: &[&str] = &[
+    "runAsUser",
+    "runAsGroup",
+    "runAsNonRoot",
+    "allowPrivilegeEscalation",
+    "readOnlyRootFilesystem",
+    "privileged",
+    "procMount",
+    "capabilities",
+    "seccompProfile",
+    "appArmorProfile",
+    "seLinuxOptions",
+];
+
+/// Profiles (seccomp, AppArmor) the Pod Security baseline allows.
+const PROFILES: &[&str] = &["RuntimeDefault", "Localhost"];
+
+/// SELinux types the Pod Security baseline allows.
+const SELINUX_TYPES: &[&str] = &[
+    "",
+    "container_t",
+    "container_init_t",
+    "container_kvm_t",
+    "container_engine_t",
+];
+
+/// A `securityContext` within the baseline: only the fields of `allowed`,
+/// confined profiles, and SELinux options that pick an allowed type only.
+fn context_check(context: &Value, allowed: &[&str]) -> Option<String> {
+    let Some(context) = context.as_object() else {
+        return Some("securityContext is not a mapping".to_owned());
+    };
+    if let Some(field) = context.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Some(format!("securityContext sets `{field}`"));
+    }
+    for profile in ["seccompProfile", "appArmorProfile"] {
+        let Some(value) = context.get(profile).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let kind = value["type"].as_str().unwrap_or_default();
+        if !PROFILES.contains(&kind) {
+            return Some(format!(
+                "securityContext's {profile} is `{kind}` (allowed: {})",
+                PROFILES.join(", ")
+            ));
+        }
+    }
+    if let Some(options) = context.get("seLinuxOptions").filter(|v| !v.is_null()) {
+        let Some(options) = options.as_object() else {
+            return Some("seLinuxOptions is not a mapping".to_owned());
+        };
+        for (key, value) in options {
+            let fine = match key.as_str() {
+                "type" => value.as_str().is_some_and(|t| SELINUX_TYPES.contains(&t)),
+                "level" => value.is_string(),
+                _ => value.is_null() || value == "",
+            };
+            if !fine {
+                return Some(format!("seLinuxOptions sets {key} {value}"));
+            }
+        }
+    }
+    None
+}
+
+fn container_check(container: &Value, made: &Made) -> Option<String> {
     let name = container["name"].as_str().unwrap_or("?");
     let context = &container["securityContext"];
+    if !context.is_null()
+        && let Some(why) = context_check(context, CONTAINER_CONTEXT)
+    {
+        return Some(format!("container `{name}`'s {why}"));
+    }
+    for variable in container["env"].as_array().into_iter().flatten() {
+        let reference = &variable["valueFrom"]["secretKeyRef"];
+        if !reference.is_null()
+            && let Some(why) = secret_read(&reference["name"], made)
+        {
+            return Some(format!("container `{name}` {why}"));
+        }
+    }
+    for source in container["envFrom"].as_array().into_iter().flatten() {
+        let reference = &source["secretRef"];
+        if !reference.is_null()
+            && let Some(why) = secret_read(&reference["name"], made)
+        {
+            return Some(format!("container `{name}` {why}"));
+        }
+    }
     let privileged = &context["privileged"];
     if !privileged.is_null() && privileged != &Value::Bool(false) {
         return Some(format!("container `{name}` is privileged"));
@@ -1036,6 +1246,105 @@ mod tests {
             json!({"volumes": [{"name": "c", "configMap": {"name": "x"}}], "containers": [{"name": "c", "securityContext": {"capabilities": {"add": ["NET_BIND_SERVICE"]}}}]}),
         );
         assert!(lacks(&none, &fine, &[&account], true).is_empty());
+    }
+
+    #[test]
+    fn the_next_spellings_of_an_outside_attack_need_a_grant_naming_them() {
+        let none = EmitScope::default();
+        let account = object("v1", "ServiceAccount", "app", json!({}));
+        let own_secret = object("v1", "Secret", "mine", json!({}));
+        let render = [&account, &own_secret];
+        let pod = |extra: Value| {
+            let mut spec = json!({"serviceAccountName": "app", "containers": [{"name": "c"}]});
+            spec.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            object("v1", "Pod", "p", json!({"spec": spec}))
+        };
+        // Another identity's token, read rather than mounted as the Pod's.
+        for extra in [
+            json!({"automountServiceAccountToken": false, "volumes": [{"name": "t", "secret": {"secretName": "admin-token"}}]}),
+            json!({"volumes": [{"name": "t", "projected": {"sources": [{"secret": {"name": "admin-token"}}]}}]}),
+            json!({"containers": [{"name": "c", "env": [{"name": "T", "valueFrom": {"secretKeyRef": {"name": "admin-token", "key": "token"}}}]}]}),
+            json!({"containers": [{"name": "c", "envFrom": [{"secretRef": {"name": "admin-token"}}]}]}),
+            json!({"volumes": [{"name": "t", "secret": {}}]}),
+            // Outside the baseline, by fields the API server lets through.
+            json!({"securityContext": {"seccompProfile": {"type": "Unconfined"}}}),
+            json!({"containers": [{"name": "c", "securityContext": {"appArmorProfile": {"type": "Unconfined"}}}]}),
+            json!({"securityContext": {"seLinuxOptions": {"type": "spc_t"}}}),
+            json!({"containers": [{"name": "c", "securityContext": {"seLinuxOptions": {"user": "system_u"}}}]}),
+            json!({"securityContext": {"windowsOptions": {"hostProcess": true}}}),
+            json!({"containers": [{"name": "c", "securityContext": {"windowsOptions": {"hostProcess": true}}}]}),
+            // A volume someone else left, through a claim template.
+            json!({"volumes": [{"name": "v", "ephemeral": {"volumeClaimTemplate": {"spec": {"volumeName": "someone-elses-pv"}}}}]}),
+        ] {
+            assert_eq!(
+                lacks(&none, &pod(extra.clone()), &render, true),
+                ["emit:object:Pod/p"],
+                "{extra}"
+            );
+        }
+        // A token Secret of the same render is still another's token.
+        let token = object(
+            "v1",
+            "Secret",
+            "admin-token",
+            json!({"type": "kubernetes.io/service-account-token"}),
+        );
+        let reads =
+            pod(json!({"volumes": [{"name": "t", "secret": {"secretName": "admin-token"}}]}));
+        assert_eq!(
+            lacks(&none, &reads, &[&account, &token], true),
+            ["emit:object:Pod/p"]
+        );
+        // What the render creates, and confined profiles, are fine.
+        let fine = pod(json!({
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": true},
+            "volumes": [{"name": "s", "secret": {"secretName": "mine"}}],
+            "containers": [{"name": "c", "envFrom": [{"secretRef": {"name": "mine"}}], "securityContext": {"allowPrivilegeEscalation": false, "seLinuxOptions": {"type": "container_t", "level": "s0:c1"}}}],
+        }));
+        assert!(lacks(&none, &fine, &render, true).is_empty());
+        let stateful = object(
+            "apps/v1",
+            "StatefulSet",
+            "s",
+            json!({"spec": {"template": {"spec": {"serviceAccountName": "app", "containers": []}}, "volumeClaimTemplates": [{"metadata": {"name": "d"}, "spec": {"volumeName": "someone-elses-pv"}}]}}),
+        );
+        assert_eq!(
+            lacks(&none, &stateful, &render, true),
+            ["emit:object:StatefulSet/s"]
+        );
+        // A fixed cluster IP takes an address another Service is meant to have.
+        for ip in [json!("10.96.0.10"), json!(["10.96.0.10"]), json!(7)] {
+            let service = object("v1", "Service", "s", json!({"spec": {"clusterIP": ip}}));
+            assert_eq!(
+                lacks(&none, &service, &[], true),
+                ["emit:object:Service/s"],
+                "{ip}"
+            );
+        }
+        let headless = object("v1", "Service", "s", json!({"spec": {"clusterIP": "None"}}));
+        assert!(lacks(&none, &headless, &[], true).is_empty());
+        // A kind grant on something else that makes Pods does not lift the
+        // workload bounds.
+        let granted = EmitScope::new(["emit:kind:ReplicationController"]);
+        let controller = |account: &str| {
+            object(
+                "v1",
+                "ReplicationController",
+                "rc",
+                json!({"spec": {"template": {"spec": {"serviceAccountName": account, "containers": [{"name": "c"}]}}}}),
+            )
+        };
+        assert_eq!(
+            lacks(&granted, &controller("admin"), &render, true),
+            ["emit:object:ReplicationController/rc"]
+        );
+        assert!(lacks(&granted, &controller("app"), &render, true).is_empty());
+        assert_eq!(
+            lacks(&none, &controller("app"), &render, true),
+            ["emit:kind:ReplicationController"]
+        );
     }
 
     #[test]
