@@ -963,6 +963,15 @@ mod tests {
             .collect()
     }
 
+    /// Pod `p` running as ServiceAccount `app`, with `extra` fields in its spec.
+    fn app_pod(extra: Value) -> Value {
+        let mut spec = json!({"serviceAccountName": "app", "containers": [{"name": "c"}]});
+        spec.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        object("v1", "Pod", "p", json!({"spec": spec}))
+    }
+
     fn object(api: &str, kind: &str, name: &str, rest: Value) -> Value {
         let mut value = json!({"apiVersion": api, "kind": kind, "metadata": {"name": name}});
         if let (Some(value), Some(rest)) = (value.as_object_mut(), rest.as_object()) {
@@ -1212,13 +1221,7 @@ mod tests {
     fn a_workload_stays_within_the_pod_security_baseline() {
         let none = EmitScope::default();
         let account = object("v1", "ServiceAccount", "app", json!({}));
-        let pod = |extra: Value| {
-            let mut spec = json!({"serviceAccountName": "app", "containers": [{"name": "c"}]});
-            spec.as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            object("v1", "Pod", "p", json!({"spec": spec}))
-        };
+        let pod = app_pod;
         assert!(lacks(&none, &pod(json!({})), &[&account], true).is_empty());
         for extra in [
             json!({"hostNetwork": true}),
@@ -1254,13 +1257,7 @@ mod tests {
         let account = object("v1", "ServiceAccount", "app", json!({}));
         let own_secret = object("v1", "Secret", "mine", json!({}));
         let render = [&account, &own_secret];
-        let pod = |extra: Value| {
-            let mut spec = json!({"serviceAccountName": "app", "containers": [{"name": "c"}]});
-            spec.as_object_mut()
-                .unwrap()
-                .extend(extra.as_object().unwrap().clone());
-            object("v1", "Pod", "p", json!({"spec": spec}))
-        };
+        let pod = app_pod;
         // Another identity's token, read rather than mounted as the Pod's.
         for extra in [
             json!({"automountServiceAccountToken": false, "volumes": [{"name": "t", "secret": {"secretName": "admin-token"}}]}),
