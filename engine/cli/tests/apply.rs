@@ -1547,3 +1547,133 @@ fn requests_in_flight_are_capped_across_the_manifests_of_a_run() {
         "with --requests 64 the audit log showed at most {free} in flight: it cannot tell the cap from its absence"
     );
 }
+
+/// A property of the prune verdict: for random files and states (objects
+/// moved between manifests, dropped, manifests removed from the file or
+/// pruning themselves, objects released by annotation and rendered again),
+/// what `plan` says `apply --prune` deletes is exactly what it deletes,
+/// checked with kubectl. The seed is printed; `TAZUNA_PROPERTY_SEED`
+/// replays one.
+#[test]
+fn plan_predicts_exactly_what_apply_prune_deletes() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("prune-property");
+    let ns = namespace.name();
+    let seed: u64 = std::env::var("TAZUNA_PROPERTY_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    eprintln!("TAZUNA_PROPERTY_SEED={seed}");
+    let mut state = seed | 1;
+    let mut draw = |below: u64| {
+        // xorshift64: enough to spread the cases, and replayable.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % below
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let objects: Vec<String> = (0..8).map(|i| format!("p{i}")).collect();
+    let live = |cluster: &TestCluster| -> std::collections::BTreeSet<String> {
+        let list = kubectl_json(cluster, &["-n", ns, "get", "configmaps"]);
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .filter(|n| n.starts_with('p'))
+            .map(str::to_owned)
+            .collect()
+    };
+    for round in 0..6 {
+        let mut manifests = vec![Vec::new(); 3];
+        for object in &objects {
+            // In one of three manifests, or (one time in four) in none.
+            let at = draw(4) as usize;
+            if at < 3 {
+                manifests[at].push(object.clone());
+            }
+        }
+        let mut file =
+            String::from("apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n");
+        for (i, names) in manifests.iter().enumerate() {
+            // A manifest leaves the file one time in five.
+            if draw(5) == 0 {
+                continue;
+            }
+            let body: String = names
+                .iter()
+                .map(|n| format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\ndata:\n  round: \"{round}\"\n"))
+                .collect();
+            std::fs::write(dir.path().join(format!("m{i}.yaml")), body).unwrap();
+            let prune = if draw(3) == 0 {
+                "      prune: true\n"
+            } else {
+                ""
+            };
+            file.push_str(&format!(
+                "    - name: m{i}\n      type: manifests\n      path: m{i}.yaml\n      namespace: {ns}\n{prune}"
+            ));
+        }
+        std::fs::write(dir.path().join("tazuna.yaml"), file).unwrap();
+        // One live object in three is released by hand.
+        for name in live(cluster) {
+            if draw(3) == 0 {
+                succeed(cluster.kubectl().args([
+                    "-n",
+                    ns,
+                    "annotate",
+                    "--overwrite",
+                    "configmap",
+                    &name,
+                    "tazuna.dev/prune=disabled",
+                ]));
+            }
+        }
+        let plan = succeed(tazuna(cluster, dir.path()).args(["plan", "-o", "json"]));
+        let report: Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let predicted: std::collections::BTreeSet<String> = report["changes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| {
+                c["change"] == "delete"
+                    && c["note"].as_str().is_some_and(|n| {
+                        n.contains("deleted with `apply --prune`")
+                            || n.contains("deleted by the next `apply`")
+                    })
+            })
+            .filter_map(|c| c["object"].as_str()?.rsplit('/').next().map(str::to_owned))
+            .collect();
+        let before = live(cluster);
+        let applied = output(tazuna(cluster, dir.path()).args(["apply", "--prune"]));
+        assert!(
+            applied.status.success(),
+            "round {round}: {}",
+            text(&applied)
+        );
+        let after = live(cluster);
+        let deleted: std::collections::BTreeSet<String> =
+            before.difference(&after).cloned().collect();
+        assert_eq!(
+            predicted,
+            deleted,
+            "round {round} (TAZUNA_PROPERTY_SEED={seed}): plan said {predicted:?}, apply deleted {deleted:?}\nplan: {report:#}\napply: {}",
+            text(&applied)
+        );
+        let plan = output(tazuna(cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+        assert_ne!(
+            plan.status.code(),
+            Some(1),
+            "round {round}: {}",
+            text(&plan)
+        );
+    }
+}

@@ -768,7 +768,7 @@ spec:
   plugins:
     - name: probe
       source: file://{{probe}}
-      grants: ["emit:cluster:ClusterRole", "emit:object:Service/fine", "emit:kind:ReplicationController"]
+      grants: ["emit:cluster:*", "emit:kind:*", "emit:object:Service/fine"]
   manifests:
     - name: takeover
       type: probe
@@ -812,6 +812,12 @@ spec:
         ("service", "dns-ip"),
         ("replicationcontroller", "as-admin"),
         ("statefulset", "claims-other"),
+        ("role", "r"),
+        ("persistentvolume", "planted"),
+        ("ingressclass", "takes-all"),
+        ("storageclass", "takes-all"),
+        ("node", "fake-node"),
+        ("clusterrole", "joins-monitoring"),
     ] {
         let planted = common::output(
             cluster
@@ -909,10 +915,10 @@ spec:
     assert_ne!(ca["data"]["ca.crt"], "forged");
 }
 
-/// What a zero-grant plugin (granted only `emit:cluster:ClusterRole` and
-/// one Service by name) renders into namespace `default` to act for another
-/// identity or redirect traffic; how the refusal shows it; the grant it
-/// names (`None`: allowed).
+/// What a plugin granted every built-in kind by wildcard (`emit:kind:*`,
+/// `emit:cluster:*`) and one Service by name renders into namespace
+/// `default` to act for another identity or redirect traffic; how the
+/// refusal shows it; the grant it names (`None`: allowed).
 const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
     (
         "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: kubernetes-evil, labels: {kubernetes.io/service-name: kubernetes}}, addressType: IPv4, endpoints: [{addresses: [10.9.9.9]}], ports: [{name: https, port: 443}]}",
@@ -1000,7 +1006,43 @@ const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
     (
         "{apiVersion: rbac.authorization.k8s.io/v1, kind: Role, metadata: {name: r}, rules: []}",
         "Role default/r",
-        Some("emit:kind:Role"),
+        None,
+    ),
+    // Found by the second outside attack: what a wildcard grant let through.
+    (
+        "{apiVersion: monitoring.example.com/v1, kind: Scraper, metadata: {name: grab}, spec: {}}",
+        "Scraper default/grab",
+        Some("emit:kind:Scraper"),
+    ),
+    (
+        "{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: joins-monitoring, labels: {example.com/aggregate-to-monitoring: \"true\"}}, rules: [{apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}]}",
+        "ClusterRole joins-monitoring",
+        Some("emit:object:ClusterRole/joins-monitoring"),
+    ),
+    (
+        "{apiVersion: v1, kind: PersistentVolume, metadata: {name: planted}, spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /tmp/planted}, claimRef: {namespace: kube-system, name: data}}}",
+        "PersistentVolume planted",
+        Some("emit:object:PersistentVolume/planted"),
+    ),
+    (
+        "{apiVersion: networking.k8s.io/v1, kind: IngressClass, metadata: {name: takes-all, annotations: {ingressclass.kubernetes.io/is-default-class: \"true\"}}, spec: {controller: example.com/evil}}",
+        "IngressClass takes-all",
+        Some("emit:object:IngressClass/takes-all"),
+    ),
+    (
+        "{apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: takes-all, annotations: {storageclass.kubernetes.io/is-default-class: \"true\"}}, provisioner: example.com/evil}",
+        "StorageClass takes-all",
+        Some("emit:object:StorageClass/takes-all"),
+    ),
+    (
+        "{apiVersion: v1, kind: Node, metadata: {name: fake-node}}",
+        "Node fake-node",
+        Some("emit:object:Node/fake-node"),
+    ),
+    (
+        "{apiVersion: certificates.k8s.io/v1beta1, kind: ClusterTrustBundle, metadata: {name: trust-me}, spec: {trustBundle: x}}",
+        "ClusterTrustBundle trust-me",
+        Some("emit:object:ClusterTrustBundle/trust-me"),
     ),
     (
         "{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: sees-everything, labels: {rbac.authorization.k8s.io/aggregate-to-view: \"true\"}}, rules: [{apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}]}",

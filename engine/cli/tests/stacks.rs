@@ -398,12 +398,42 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
         );
         let err = stderr(&refused);
         assert!(
-            err.contains("stack `platform/tazuna.yaml` on this cluster was applied from repository `example.com/acme/platform` (manifest `edge`), and this file is in `example.com/other-org/platform`")
+            err.contains("stack `platform/tazuna.yaml` on this cluster was applied from `example.com/acme/platform` (manifest `edge`), and this file is in `example.com/other-org/platform`")
                 && err.contains("hint: give this file a stack name of its own with `spec.stack`"),
             "{args:?}: {}",
             text(&refused)
         );
     }
+    // A repository called `platform` with no `origin` (its identity is its
+    // first commit) derives the name too, and is refused the same way.
+    let local = tempfile::tempdir().unwrap();
+    let root = local.path().join("platform");
+    write(
+        &root,
+        "tazuna.yaml",
+        &config(None, &[entry("web", "web.yaml", Some("default"), "")]),
+    );
+    write(&root, "web.yaml", &configmap("web-cm", None));
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &["commit", "-qm", "first"],
+    ] {
+        succeed(
+            Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@example.com", "-C"])
+                .arg(&root)
+                .args(args),
+        );
+    }
+    let refused = run(&cluster, &root, &["apply", "--prune"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let err = stderr(&refused);
+    assert!(
+        err.contains("was applied from `example.com/acme/platform` (manifest `edge`), and this file is in `commit:"),
+        "{}",
+        text(&refused)
+    );
     assert!(exists(&cluster, &["-n", "default", "configmap", "edge-cm"]));
     assert!(!exists(&cluster, &["-n", "default", "configmap", "web-cm"]));
     // With a name of its own, the second stack applies beside the first.
@@ -575,6 +605,93 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
         "a hook replaced the API server's ClusterRole"
     );
     assert!(!state_names(&cluster).contains(&"tazuna-manifest-hooks".to_owned()));
+
+    // A file that only labels what the control plane made (an APIService, a
+    // Node, the API server's ConfigMap) adopts them, and plan says destroy
+    // will keep them; destroy keeps them (same uid) and deletes what it
+    // adopted from `kubectl create` (a tool that deploys from files).
+    let labelled = "tazuna-test/labelled: \"yes\"";
+    let labels = project(&[
+        (
+            "tazuna.yaml",
+            &config(
+                Some("labeller"),
+                &[entry("labels", "labels.yaml", None, "")],
+            ),
+        ),
+        (
+            "labels.yaml",
+            &format!(
+                "apiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata:\n  name: v1.apps\n  labels:\n    {labelled}\n---\n\
+                 apiVersion: v1\nkind: Node\nmetadata:\n  name: kwok-node-0\n  labels:\n    {labelled}\n---\n\
+                 apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extension-apiserver-authentication\n  namespace: kube-system\n  labels:\n    {labelled}\n"
+            ),
+        ),
+    ]);
+    let plan = run(&cluster, labels.path(), &["plan"]);
+    let said = stdout(&plan);
+    for (object, why) in [
+        (
+            "APIService v1.apps",
+            "no tool that deploys from files wrote it",
+        ),
+        (
+            "ConfigMap kube-system/extension-apiserver-authentication",
+            "no tool that deploys from files wrote it",
+        ),
+        ("Node kwok-node-0", "the control plane needs it"),
+    ] {
+        assert!(
+            said.lines().any(|l| l.contains("> adopt labels:")
+                && l.contains(object)
+                && l.contains(&format!("{why}, so prune and destroy will keep it"))),
+            "{object}: {}",
+            text(&plan)
+        );
+    }
+    succeed(tazuna(&cluster, labels.path()).arg("apply"));
+    let targets: [&[&str]; 3] = [
+        &["get", "apiservice", "v1.apps"],
+        &["get", "node", "kwok-node-0"],
+        &[
+            "-n",
+            "kube-system",
+            "get",
+            "configmap",
+            "extension-apiserver-authentication",
+        ],
+    ];
+    let uids: Vec<_> = targets
+        .iter()
+        .map(|args| {
+            let live = kubectl_json(&cluster, args);
+            assert_eq!(
+                live["metadata"]["labels"]["tazuna-test/labelled"], "yes",
+                "{args:?}"
+            );
+            live["metadata"]["uid"].clone()
+        })
+        .collect();
+    let destroyed = run(&cluster, labels.path(), &["destroy", "--yes"]);
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    for (args, uid) in targets.iter().zip(&uids) {
+        assert_eq!(
+            &kubectl_json(&cluster, args)["metadata"]["uid"],
+            uid,
+            "destroy deleted {args:?}: {}",
+            text(&destroyed)
+        );
+    }
+    assert!(printed(&destroyed).contains("kept"), "{}", text(&destroyed));
+    assert!(!state_names(&cluster).contains(&"tazuna-manifest-labels".to_owned()));
+    let destroyed = run(&cluster, own.path(), &["destroy", "--yes"]);
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    for name in ["hand-made", "hand-set"] {
+        assert!(
+            !exists(&cluster, &["-n", "default", "configmap", name]),
+            "{name}"
+        );
+    }
 }
 
 /// A git work tree (no commits) whose `origin` is `url`, holding `files`.

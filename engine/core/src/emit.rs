@@ -92,7 +92,7 @@ pub const ALLOWED: &[Allowed] = &[
         group: "",
         kind: "ConfigMap",
         reason: "data only; nothing acts on it unless something the manifest runs reads it",
-        check: None,
+        check: Some(config_map_check),
     },
     Allowed {
         group: "",
@@ -218,6 +218,16 @@ pub const NAMED: &[Named] = &[
         reason: "asks for a certificate of an identity, which a signer may approve on its own",
     },
     Named {
+        group: "certificates.k8s.io",
+        kind: "ClusterTrustBundle",
+        reason: "adds certificate authorities that Pods of every namespace may be given to trust",
+    },
+    Named {
+        group: "",
+        kind: "Node",
+        reason: "registers a machine the scheduler sends other namespaces' Pods (and their Secrets) to",
+    },
+    Named {
         group: "source.toolkit.fluxcd.io",
         kind: "GitRepository",
         reason: CONTROLLER_INPUT,
@@ -302,6 +312,34 @@ pub const NAMED: &[Named] = &[
         kind: "PushSecret",
         reason: "copies a cluster Secret out to a store",
     },
+];
+
+/// The API groups the API server serves itself. A wildcard grant
+/// (`emit:kind:*`, `emit:cluster:*`) covers only their kinds: what a
+/// controller does with a custom resource is unknown here, so its kind is
+/// granted by name (`emit:kind:Certificate`).
+pub const BUILT_IN_GROUPS: &[&str] = &[
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
 ];
 
 /// What one render creates that an object may rely on: the ServiceAccounts
@@ -438,7 +476,7 @@ impl EmitScope {
                     why: "not a kind third-party plugins may emit without a grant".to_owned(),
                 }),
             }
-        } else if !is_namespace && let Some(why) = cluster_object_check(reference, object) {
+        } else if !is_namespace && let Some(why) = cluster_object_check(reference, object, home) {
             needed.push(Needed {
                 grant: named(),
                 why,
@@ -462,14 +500,20 @@ impl EmitScope {
                 why: format!("it makes Pods: {why}"),
             });
         }
-        needed.retain(|n| !self.allows(&n.grant));
+        let built_in = BUILT_IN_GROUPS.contains(&group);
+        needed.retain(|n| !self.allows(&n.grant, built_in));
         needed
     }
 
-    fn allows(&self, wanted: &str) -> bool {
+    /// Whether a grant covers `wanted`, for an object whose kind is
+    /// `built_in` ([`BUILT_IN_GROUPS`]). A wildcard covers no `kube-*`
+    /// namespace and no custom resource's kind: those are granted by name.
+    fn allows(&self, wanted: &str, built_in: bool) -> bool {
         let protected = wanted
             .strip_prefix("emit:namespace:")
-            .is_some_and(|namespace| namespace.starts_with("kube-"));
+            .is_some_and(|namespace| namespace.starts_with("kube-"))
+            || (!built_in
+                && (wanted.starts_with("emit:kind:") || wanted.starts_with("emit:cluster:")));
         self.grants
             .iter()
             .any(|grant| match grant.strip_suffix('*') {
@@ -479,13 +523,51 @@ impl EmitScope {
     }
 }
 
+/// The labels a ClusterRole granted by kind may carry: any other label may
+/// be what an aggregated ClusterRole (`view`, `edit`, `admin`, or one of the
+/// cluster's own) selects, which would add this role's rules to it.
+const ROLE_LABELS: &[&str] = &["app.kubernetes.io/", "helm.sh/chart"];
+
 /// A cluster-scoped object granted by kind that still needs its name
 /// granted: an aggregated ClusterRole (its rules flow into `view`, `edit`,
-/// `admin` or any role that selects it) and RBAC objects named `system:*`
-/// (the API server's own).
-fn cluster_object_check(reference: &ObjectRef, object: &Value) -> Option<String> {
-    if reference.group != "rbac.authorization.k8s.io" {
-        return None;
+/// `admin` or any role that selects it) or one with a label that an
+/// aggregation may select (only [`ROLE_LABELS`] are allowed), RBAC objects
+/// named `system:*` (the API server's own), a PersistentVolume bound ahead
+/// to a claim outside the manifest's namespace `home`, and the default
+/// IngressClass or StorageClass (every Ingress or claim that names none
+/// would use it).
+fn cluster_object_check(reference: &ObjectRef, object: &Value, home: &str) -> Option<String> {
+    let annotated_default = |key: &str| object["metadata"]["annotations"][key] == "true";
+    match (reference.group.as_str(), reference.kind.as_str()) {
+        ("", "PersistentVolume") => {
+            let claim = &object["spec"]["claimRef"];
+            if claim.is_null() {
+                return None;
+            }
+            let namespace = claim["namespace"].as_str().unwrap_or_default();
+            return (namespace != home).then(|| {
+                format!(
+                    "`claimRef` binds it ahead to a claim in namespace `{namespace}`, not the manifest's `{home}`"
+                )
+            });
+        }
+        ("networking.k8s.io", "IngressClass")
+            if annotated_default("ingressclass.kubernetes.io/is-default-class") =>
+        {
+            return Some(
+                "the default IngressClass serves every Ingress that names none".to_owned(),
+            );
+        }
+        ("storage.k8s.io", "StorageClass")
+            if annotated_default("storageclass.kubernetes.io/is-default-class")
+                || annotated_default("storageclass.beta.kubernetes.io/is-default-class") =>
+        {
+            return Some(
+                "the default StorageClass provisions every claim that names none".to_owned(),
+            );
+        }
+        ("rbac.authorization.k8s.io", _) => {}
+        _ => return None,
     }
     if reference.name.starts_with("system:") {
         return Some("`system:*` RBAC objects are the API server's own".to_owned());
@@ -500,17 +582,26 @@ fn cluster_object_check(reference: &ObjectRef, object: &Value) -> Option<String>
             );
         }
         let labels = object["metadata"]["labels"].as_object();
-        if let Some((label, _)) = labels
-            .into_iter()
-            .flatten()
-            .find(|(key, _)| key.starts_with("rbac.authorization.k8s.io/aggregate-to-"))
-        {
+        if let Some((label, _)) = labels.into_iter().flatten().find(|(key, _)| {
+            !ROLE_LABELS.iter().any(|allowed| {
+                key.starts_with(allowed) && (allowed.ends_with('/') || key == allowed)
+            })
+        }) {
             return Some(format!(
-                "label `{label}` adds its rules to another ClusterRole"
+                "label `{label}` may select it into an aggregated ClusterRole, which then gets its rules (a ClusterRole granted by kind carries only `app.kubernetes.io/*` and `helm.sh/chart` labels)"
             ));
         }
     }
     None
+}
+
+/// `kube-root-ca.crt` is the control plane's: every Pod of the namespace
+/// trusts the CA it holds. A plugin's copy in a namespace the run creates
+/// could be written before the control plane publishes the real one.
+fn config_map_check(object: &Value, _: &Made) -> Option<String> {
+    (object["metadata"]["name"] == "kube-root-ca.crt").then(|| {
+        "`kube-root-ca.crt` is the CA the control plane publishes for every Pod of the namespace to trust".to_owned()
+    })
 }
 
 /// Secret types that hold data for the namespace's own workloads.
@@ -1445,5 +1536,157 @@ mod tests {
         for entry in NAMED {
             assert!(!entry.reason.is_empty(), "{}", entry.kind);
         }
+    }
+
+    #[test]
+    fn a_wildcard_covers_only_the_api_servers_own_kinds() {
+        let wide = EmitScope::new(["emit:kind:*", "emit:cluster:*", "emit:namespace:*"]);
+        let quota = object("v1", "ResourceQuota", "q", json!({}));
+        assert!(lacks(&wide, &quota, &[], true).is_empty());
+        let certificate = object("cert-manager.io/v1", "Certificate", "c", json!({}));
+        assert_eq!(
+            lacks(&wide, &certificate, &[], true),
+            ["emit:kind:Certificate"]
+        );
+        let issuer = object("cert-manager.io/v1", "ClusterIssuer", "i", json!({}));
+        assert_eq!(
+            lacks(&wide, &issuer, &[], false),
+            ["emit:cluster:ClusterIssuer"]
+        );
+        // A group that only looks like the API server's is a custom one.
+        let lookalike = object("apps.example.com/v1", "Deployment", "d", json!({}));
+        assert_eq!(
+            lacks(&wide, &lookalike, &[], true),
+            ["emit:kind:Deployment"]
+        );
+        let named = EmitScope::new(["emit:kind:Certificate", "emit:cluster:ClusterIssuer"]);
+        assert!(lacks(&named, &certificate, &[], true).is_empty());
+        assert!(lacks(&named, &issuer, &[], false).is_empty());
+    }
+
+    #[test]
+    fn a_cluster_role_carries_only_labels_no_aggregation_selects() {
+        let scope = EmitScope::new(["emit:cluster:*"]);
+        let role = |labels: Value| {
+            object(
+                "rbac.authorization.k8s.io/v1",
+                "ClusterRole",
+                "r",
+                json!({"metadata": {"labels": labels}}),
+            )
+        };
+        for fine in [
+            json!({"app.kubernetes.io/name": "x", "app.kubernetes.io/part-of": "y"}),
+            json!({"helm.sh/chart": "x-1.0.0"}),
+        ] {
+            assert!(
+                lacks(&scope, &role(fine.clone()), &[], false).is_empty(),
+                "{fine}"
+            );
+        }
+        for selected in [
+            json!({"example.com/aggregate-to-monitoring": "true"}),
+            json!({"app": "x"}),
+            json!({"helm.sh/chart-evil": "x"}),
+            json!({"rbac.authorization.k8s.io/aggregate-to-edit": "true"}),
+        ] {
+            assert_eq!(
+                lacks(&scope, &role(selected.clone()), &[], false),
+                ["emit:object:ClusterRole/r"],
+                "{selected}"
+            );
+        }
+    }
+
+    #[test]
+    fn cluster_objects_that_reach_other_namespaces_need_a_grant_naming_them() {
+        let scope = EmitScope::new(["emit:cluster:*"]);
+        let volume = |claim: Value| {
+            object(
+                "v1",
+                "PersistentVolume",
+                "pv",
+                json!({"spec": {"claimRef": claim}}),
+            )
+        };
+        assert!(lacks(&scope, &volume(Value::Null), &[], false).is_empty());
+        assert!(
+            lacks(
+                &scope,
+                &volume(json!({"namespace": "apps", "name": "data"})),
+                &[],
+                false
+            )
+            .is_empty()
+        );
+        for claim in [
+            json!({"namespace": "team-b", "name": "data"}),
+            json!({"name": "data"}),
+        ] {
+            assert_eq!(
+                lacks(&scope, &volume(claim.clone()), &[], false),
+                ["emit:object:PersistentVolume/pv"],
+                "{claim}"
+            );
+        }
+        let default = |api: &str, kind: &str, key: &str| {
+            object(
+                api,
+                kind,
+                "d",
+                json!({"metadata": {"annotations": {key: "true"}}}),
+            )
+        };
+        for (api, kind, key) in [
+            (
+                "networking.k8s.io/v1",
+                "IngressClass",
+                "ingressclass.kubernetes.io/is-default-class",
+            ),
+            (
+                "storage.k8s.io/v1",
+                "StorageClass",
+                "storageclass.kubernetes.io/is-default-class",
+            ),
+            (
+                "storage.k8s.io/v1",
+                "StorageClass",
+                "storageclass.beta.kubernetes.io/is-default-class",
+            ),
+        ] {
+            assert_eq!(
+                lacks(&scope, &default(api, kind, key), &[], false),
+                [format!("emit:object:{kind}/d")],
+                "{key}"
+            );
+            let plain = object(api, kind, "d", json!({}));
+            assert!(lacks(&scope, &plain, &[], false).is_empty(), "{kind}");
+        }
+        for (api, kind) in [
+            ("v1", "Node"),
+            ("certificates.k8s.io/v1beta1", "ClusterTrustBundle"),
+        ] {
+            let made = object(api, kind, "n", json!({}));
+            assert_eq!(
+                lacks(&scope, &made, &[], false),
+                [format!("emit:object:{kind}/n")],
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_control_planes_ca_bundle_needs_a_grant_naming_it() {
+        let none = EmitScope::default();
+        let forged = object(
+            "v1",
+            "ConfigMap",
+            "kube-root-ca.crt",
+            json!({"data": {"ca.crt": "x"}}),
+        );
+        assert_eq!(
+            lacks(&none, &forged, &[], true),
+            ["emit:object:ConfigMap/kube-root-ca.crt"]
+        );
     }
 }

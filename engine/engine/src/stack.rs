@@ -11,6 +11,10 @@
 //! prints the events. Nothing here is process-global, so a fleet run is many
 //! stacks.
 
+mod identity;
+
+pub use identity::{derived_name, git_commit, repository_identity};
+
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -351,10 +355,10 @@ impl Stack {
         })
     }
 
-    /// The repository the file is in (its `origin` URL without scheme,
-    /// login or `.git`), when the stack's name is derived from the file's
-    /// place in it; recorded in state so two files of one derived name in
-    /// two repositories are told apart.
+    /// The identity of the repository the file is in
+    /// ([`repository_identity`]), when the stack's name is derived from the
+    /// file's place in it; recorded in state so two files of one derived
+    /// name in two repositories are told apart.
     pub fn origin(&self) -> Option<&str> {
         self.origin
             .get_or_init(|| {
@@ -362,8 +366,7 @@ impl Stack {
                     .spec
                     .stack
                     .is_none()
-                    .then(|| repository_origin(&self.options.file))
-                    .flatten()
+                    .then(|| repository_identity(&self.options.file))
             })
             .as_deref()
     }
@@ -1635,142 +1638,6 @@ pub fn holder_identity() -> String {
     crate::state::holder_identity()
 }
 
-/// The stack name of a file that does not set `spec.stack`: its place in
-/// its git repository (`<repository>/<path>`, the repository named after its
-/// `origin` remote, else its top directory), so every clone of the repository
-/// names the same stack; outside git, `<directory>/<file>`.
-pub fn derived_name(file: &Path) -> String {
-    let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
-    let absolute = absolute.canonicalize().unwrap_or(absolute);
-    let dir = absolute.parent().unwrap_or(Path::new("/")).to_owned();
-    let git = |args: &[&str]| {
-        let output = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&dir)
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-        (output.status.success() && !text.is_empty()).then_some(text)
-    };
-    let file_name = absolute
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "tazuna.yaml".into());
-    let name = match git(&["rev-parse", "--show-toplevel"]) {
-        Some(top) => {
-            let top = PathBuf::from(top);
-            let top = top.canonicalize().unwrap_or(top);
-            let repository = git(&["config", "--get", "remote.origin.url"])
-                .and_then(|url| {
-                    without_query(&url)
-                        .trim_end_matches('/')
-                        .rsplit(['/', ':'])
-                        .next()
-                        .map(|last| last.trim_end_matches(".git").to_owned())
-                })
-                .filter(|n| !n.is_empty())
-                .or_else(|| top.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "repository".into());
-            let relative = absolute
-                .strip_prefix(&top)
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or(file_name);
-            format!("{repository}/{relative}")
-        }
-        None => {
-            let parent = dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            format!("{parent}/{file_name}")
-        }
-    };
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
-
-/// The `origin` remote of the repository `file` is in, as
-/// `host/path` (scheme, login and `.git` left out, so a URL that carries a
-/// token never reaches state); `None` outside git or without `origin`.
-pub fn repository_origin(file: &Path) -> Option<String> {
-    let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
-    let dir = absolute.parent().unwrap_or(Path::new("/")).to_owned();
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&dir)
-        .args(["config", "--get", "remote.origin.url"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    normalized_origin(String::from_utf8_lossy(&output.stdout).trim())
-}
-
-/// `https://token@GitHub.com/acme/platform.git/` and
-/// `git@github.com:acme/platform.git` as `github.com/acme/platform`.
-///
-/// A query or fragment (`?private_token=…`) is left out too: only the
-/// repository's address is a name, never what authenticates to it.
-fn normalized_origin(url: &str) -> Option<String> {
-    let url = without_query(url);
-    let (rest, scp) = match url.split_once("://") {
-        Some((_, rest)) => (rest, false),
-        None => (url, true),
-    };
-    let (authority, path) = if scp && !rest.starts_with('/') {
-        rest.split_once(':').unwrap_or((rest, ""))
-    } else {
-        rest.split_once('/').unwrap_or((rest, ""))
-    };
-    let host = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host);
-    let path = path
-        .trim_matches('/')
-        .trim_end_matches(".git")
-        .trim_end_matches('/');
-    let host = host.to_ascii_lowercase();
-    (!host.is_empty() || !path.is_empty()).then(|| {
-        if host.is_empty() {
-            path.to_owned()
-        } else {
-            format!("{host}/{path}")
-        }
-    })
-}
-
-/// `url` up to its query or fragment, which may carry a token.
-fn without_query(url: &str) -> &str {
-    url.split(['?', '#']).next().unwrap_or(url)
-}
-
-/// The git commit of `dir`, if it is in a work tree.
-pub fn git_commit(dir: &Path) -> Option<String> {
-    let output = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["rev-parse", "HEAD"])
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
-        .filter(|c| !c.is_empty())
-}
-
 /// Whether two renders of `manifest` with the same inputs can differ, so
 /// that a second render is needed to find its generated fields (see
 /// [`Stack::render_marked`]): a helmfile's always (its charts are its own
@@ -1850,29 +1717,6 @@ fn local_chart(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_repository_origin_is_kept_without_scheme_login_or_git_suffix() {
-        for url in [
-            "https://x-access-token:ghp_secret@GitHub.com/acme/platform.git",
-            "https://github.com/acme/platform/",
-            "git@github.com:acme/platform.git",
-            "ssh://git@github.com/acme/platform",
-            "https://github.com/acme/platform?private_token=glpat-secret",
-            "https://github.com/acme/platform.git#token=secret",
-        ] {
-            assert_eq!(
-                normalized_origin(url).as_deref(),
-                Some("github.com/acme/platform"),
-                "{url}"
-            );
-        }
-        assert_eq!(
-            normalized_origin("/srv/git/platform.git").as_deref(),
-            Some("srv/git/platform")
-        );
-        assert_eq!(normalized_origin(""), None);
-    }
 
     #[test]
     fn only_sources_that_may_draw_values_anew_are_rendered_twice() {
@@ -1968,50 +1812,5 @@ spec:
                 "helmfile-static"
             ]
         );
-    }
-
-    #[test]
-    fn a_file_outside_git_is_named_by_its_directory_and_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("team-a");
-        std::fs::create_dir(&project).unwrap();
-        let file = project.join("tazuna.yaml");
-        std::fs::write(&file, "").unwrap();
-        assert_eq!(derived_name(&file), "team-a/tazuna.yaml");
-    }
-
-    #[test]
-    fn a_file_in_git_is_named_by_its_repository_and_path_in_every_clone() {
-        let dir = tempfile::tempdir().unwrap();
-        let git = |dir: &Path, args: &[&str]| {
-            let status = std::process::Command::new("git")
-                .arg("-C")
-                .arg(dir)
-                .args(args)
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
-            status.is_ok_and(|s| s.success())
-        };
-        let clone = |name: &str| {
-            let root = dir.path().join(name);
-            std::fs::create_dir_all(root.join("clusters/prod")).unwrap();
-            std::fs::write(root.join("clusters/prod/tazuna.yaml"), "").unwrap();
-            git(&root, &["init", "-q"])
-                && git(
-                    &root,
-                    &[
-                        "remote",
-                        "add",
-                        "origin",
-                        "git@example.com:org/platform.git",
-                    ],
-                )
-        };
-        assert!(clone("one") && clone("two"), "git init failed");
-        let one = derived_name(&dir.path().join("one/clusters/prod/tazuna.yaml"));
-        let two = derived_name(&dir.path().join("two/clusters/prod/tazuna.yaml"));
-        assert_eq!(one, "platform/clusters/prod/tazuna.yaml");
-        assert_eq!(one, two);
     }
 }

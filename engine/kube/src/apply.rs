@@ -1533,8 +1533,14 @@ impl Run<'_> {
                         notes[position] = Some(said.join("; "));
                     }
                     let fields = self.manager.owned_fields_hash(&applied);
-                    let entry =
+                    let mut entry =
                         Entry::new(&item.object, item.hash, fields).removed_when_done(&item.value);
+                    // Who had written it before the stack first did decides
+                    // whether prune and destroy may delete it.
+                    entry.adopted_from = match prior.get(&item.object) {
+                        Some(before) => before.adopted_from.clone(),
+                        None => prune::writers(&applied, self.manager.name()),
+                    };
                     results[position] = Some((item.object, Some((entry, Some(applied))), action));
                 }
                 Err(error) => {
@@ -1731,9 +1737,8 @@ impl Run<'_> {
         prune: Prune,
         counts: &mut Counts,
     ) -> Result<Vec<Entry>, ManifestError> {
-        let objects = gone.iter().map(|e| e.object()).collect();
         let tracked: HashSet<ObjectRef> = self
-            .remove(manifest, objects, prune, Action::Pruned, counts)
+            .remove(manifest, gone.clone(), prune, Action::Pruned, counts)
             .await?
             .into_iter()
             .collect();
@@ -1751,15 +1756,16 @@ impl Run<'_> {
     pub(crate) async fn remove(
         &self,
         manifest: &str,
-        objects: Vec<ObjectRef>,
+        entries: Vec<&Entry>,
         prune: Prune,
         deleted: Action,
         counts: &mut Counts,
     ) -> Result<Vec<ObjectRef>, ManifestError> {
         let mut tracked = Vec::new();
         let mut pending = Vec::new();
-        for object in objects {
-            let removal = self.delete_owned(manifest, &object, prune).await?;
+        for entry in entries {
+            let object = entry.object();
+            let removal = self.delete_owned(manifest, entry, prune).await?;
             let (action, note) = match removal {
                 // Already gone, or never Tazuna's: forget it.
                 Removal::Absent => continue,
@@ -1797,9 +1803,10 @@ impl Run<'_> {
     async fn delete_owned(
         &self,
         manifest: &str,
-        object: &ObjectRef,
+        entry: &Entry,
         prune: Prune,
     ) -> Result<Removal, ManifestError> {
+        let object = &entry.object();
         let Some(resolved) = self.cluster.resolve(object) else {
             return Ok(Removal::Absent);
         };
@@ -1815,7 +1822,7 @@ impl Run<'_> {
         let value = live
             .as_ref()
             .map(|live| serde_json::to_value(live).unwrap_or(Value::Null));
-        let verdict = prune::verdict(object, manifest, value.as_ref());
+        let verdict = prune::verdict(object, manifest, value.as_ref(), &entry.adopted_from);
         if let Some(note) = verdict.kept_because(object, prune, false) {
             return Ok(Removal::Kept {
                 note,

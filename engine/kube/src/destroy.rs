@@ -163,19 +163,21 @@ impl Run<'_> {
         let mut early = HashMap::new();
         for stored in manifests {
             let name = &stored.state.manifest;
-            let objects: Vec<ObjectRef> = stored
+            let objects: Vec<&Entry> = stored
                 .state
                 .objects
                 .iter()
                 .rev()
-                .map(Entry::object)
-                .filter(|o| calls_out(o) && self.ownership.kept_by(&o.key(), name).is_none())
+                .filter(|e| {
+                    let o = e.object();
+                    calls_out(&o) && self.ownership.kept_by(&o.key(), name).is_none()
+                })
                 .collect();
             if objects.is_empty() {
                 continue;
             }
             let mut done = Early {
-                handled: objects.iter().cloned().collect(),
+                handled: objects.iter().map(|e| e.object()).collect(),
                 ..Early::default()
             };
             let result = self
@@ -211,7 +213,7 @@ impl Run<'_> {
             manifest: name.clone(),
             objects: stored.state.objects.len(),
         });
-        let mut phases: BTreeMap<std::cmp::Reverse<Phase>, Vec<ObjectRef>> = BTreeMap::new();
+        let mut phases: BTreeMap<std::cmp::Reverse<Phase>, Vec<&Entry>> = BTreeMap::new();
         for entry in stored.state.objects.iter().rev() {
             let object = entry.object();
             // Another manifest renders or records it now: it moved there.
@@ -221,7 +223,7 @@ impl Run<'_> {
             phases
                 .entry(std::cmp::Reverse(Phase::of(&object)))
                 .or_default()
-                .push(object);
+                .push(entry);
         }
         for (_, objects) in phases {
             kept.extend(

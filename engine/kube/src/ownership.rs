@@ -160,7 +160,7 @@ pub enum OwnershipError {
     },
     /// Two files in two repositories derive one stack name.
     #[error(
-        "stack `{stack}` on this cluster was applied from repository `{theirs}` (manifest `{manifest}`), and this file is in `{ours}`: two files derive one stack name; nothing was changed"
+        "stack `{stack}` on this cluster was applied from `{theirs}` (manifest `{manifest}`), and this file is in `{ours}`: two files in two repositories derive one stack name; nothing was changed"
     )]
     SameNameElsewhere {
         /// The derived name.

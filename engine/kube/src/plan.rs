@@ -374,7 +374,7 @@ pub async fn compare(
                     object: object.to_string(),
                     change: ChangeKind::Adopt,
                     diff: text,
-                    note: Some(adopt_note(current.as_ref())),
+                    note: Some(adopt_note(&object, current.as_ref(), manager)),
                 });
                 continue;
             }
@@ -388,7 +388,7 @@ pub async fn compare(
                     note: Some(if adopted {
                         format!(
                             "{}; {message}; `apply --force-conflicts` takes the fields",
-                            adopt_note(current.as_ref())
+                            adopt_note(&object, current.as_ref(), manager)
                         )
                     } else {
                         format!("{message}; `apply --force-conflicts` takes the fields back")
@@ -423,9 +423,9 @@ pub async fn compare(
                     continue;
                 };
                 let verdict = match live.get(&object, &resolved).await {
-                    Ok(current) => prune::verdict(&object, name, current),
+                    Ok(current) => prune::verdict(&object, name, current, &entry.adopted_from),
                     // Unreadable now: say what apply does if it is ours.
-                    Err(_) => unread(&object),
+                    Err(_) => unread(entry),
                 };
                 if verdict == prune::Verdict::NotOurs {
                     continue;
@@ -526,7 +526,7 @@ pub fn pending(
                     &object,
                     "no longer rendered",
                     intent.manifest.prune,
-                    unread(&object),
+                    unread(entry),
                 ));
             }
         }
@@ -572,10 +572,8 @@ fn prune_change(
 
 /// The prune verdict for an object whose live form is not read (state
 /// diff, or a read that failed): what apply does if it is still Tazuna's.
-fn unread(object: &ObjectRef) -> prune::Verdict {
-    prune::Verdict::Delete {
-        needs: prune::needs(object),
-    }
+fn unread(entry: &Entry) -> prune::Verdict {
+    prune::unread(&entry.object(), &entry.adopted_from)
 }
 
 /// The names of the namespaces that exist live (one list call).
@@ -626,14 +624,16 @@ fn removed_manifests(
                 &object,
                 "its manifest was removed from the file",
                 false,
-                unread(&object),
+                unread(entry),
             ));
         }
     }
 }
 
-/// What plan says of an object it takes over: who wrote it so far.
-fn adopt_note(live: Option<&Value>) -> String {
+/// What plan says of an object it takes over: who wrote it so far, and
+/// whether prune and destroy will delete it (the prune verdict's rule for
+/// adopted objects, [`prune::deployed`]).
+fn adopt_note(object: &ObjectRef, live: Option<&Value>, manager: &FieldManager) -> String {
     let mut managers: Vec<String> = live
         .and_then(|l| l.pointer("/metadata/managedFields"))
         .and_then(Value::as_array)
@@ -644,11 +644,21 @@ fn adopt_note(live: Option<&Value>) -> String {
         .collect();
     managers.sort();
     managers.dedup();
+    let writers = live
+        .map(|l| prune::writers(l, manager.name()))
+        .unwrap_or_default();
+    let kept = if live.is_some_and(|l| prune::kept_by_control_plane(object, l)) {
+        "; the control plane needs it, so prune and destroy will keep it"
+    } else if prune::unread(object, &writers) == prune::Verdict::Adopted {
+        "; no tool that deploys from files wrote it, so prune and destroy will keep it"
+    } else {
+        ""
+    };
     if managers.is_empty() {
-        "exists, and no stack applied it: taken over".to_owned()
+        format!("exists, and no stack applied it: taken over{kept}")
     } else {
         format!(
-            "exists, and no stack applied it: taken over from {}",
+            "exists, and no stack applied it: taken over from {}{kept}",
             managers.join(", ")
         )
     }

@@ -35,6 +35,11 @@ pub enum Verdict {
     /// The control plane made it (see [`kept_by_control_plane`]): never
     /// deleted, and the record is forgotten.
     ControlPlane,
+    /// It existed before this stack first applied it, and none of those
+    /// who had written it deploys from files ([`DEPLOY_TOOLS`]): a
+    /// component or a controller made it, and the stack only added to it.
+    /// Never deleted, and the record is forgotten.
+    Adopted,
     /// Deleted when the run's prune level is at least `needs`.
     Delete {
         /// [`Prune::Dangerous`] for what holds data, else [`Prune::On`].
@@ -43,8 +48,15 @@ pub enum Verdict {
 }
 
 /// The prune verdict for `object`, recorded by `manifest`, as it is `live`
-/// (`None`: it does not exist).
-pub fn verdict(object: &ObjectRef, manifest: &str, live: Option<&Value>) -> Verdict {
+/// (`None`: it does not exist). `adopted_from` is what state recorded of
+/// who had written it when the stack first applied it ([`writers`]; empty:
+/// Tazuna made it).
+pub fn verdict(
+    object: &ObjectRef,
+    manifest: &str,
+    live: Option<&Value>,
+    adopted_from: &[String],
+) -> Verdict {
     let Some(live) = live else {
         return Verdict::NotOurs;
     };
@@ -77,6 +89,16 @@ pub fn verdict(object: &ObjectRef, manifest: &str, live: Option<&Value>) -> Verd
     if kept_by_control_plane(object, live) {
         return Verdict::ControlPlane;
     }
+    unread(object, adopted_from)
+}
+
+/// The verdict for an object recorded as `adopted_from` that is not read
+/// (plan of a removed manifest, or a read that failed): what prune and
+/// destroy do if it is still the manifest's.
+pub fn unread(object: &ObjectRef, adopted_from: &[String]) -> Verdict {
+    if !adopted_from.is_empty() && !deployed(adopted_from) {
+        return Verdict::Adopted;
+    }
     Verdict::Delete {
         needs: needs(object),
     }
@@ -98,13 +120,73 @@ pub fn needs(object: &ObjectRef) -> Prune {
     }
 }
 
+/// The field managers of the tools that write objects from files, by
+/// allow-list: an object a stack adopted is deleted by prune and destroy
+/// only if one of these (or Tazuna) had written it before. Anything else
+/// (the API server, the kubelet, an operator, `kubectl label`) made it or
+/// keeps it, so it stays. Each with the reason it is here.
+pub const DEPLOY_TOOLS: [(&str, &str); 12] = [
+    ("kubectl", "`kubectl apply --server-side`"),
+    ("kubectl-client-side-apply", "`kubectl apply`"),
+    ("kubectl-create", "`kubectl create`"),
+    ("kubectl-replace", "`kubectl replace`"),
+    ("kubectl-run", "`kubectl run`"),
+    ("kubectl-expose", "`kubectl expose`"),
+    ("helm", "Helm's install and upgrade"),
+    (
+        "kustomize-controller",
+        "Flux applies a Kustomization's files",
+    ),
+    ("helm-controller", "Flux installs a HelmRelease's chart"),
+    ("argocd-controller", "Argo CD syncs an Application's files"),
+    (
+        "Terraform",
+        "Terraform's and OpenTofu's kubernetes provider",
+    ),
+    ("pulumi-kubernetes", "Pulumi's kubernetes provider"),
+];
+
+/// Who had written `live`'s object itself (not a subresource such as
+/// `status`), other than `except` (the stack's own manager, which just
+/// wrote): recorded when a stack first applies an object, so that prune and
+/// destroy know whether it made it. Sorted, each once; empty when nobody
+/// else had.
+pub fn writers(live: &Value, except: &str) -> Vec<String> {
+    let mut writers: Vec<String> = live
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|f| {
+            f.get("subresource")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+        })
+        .filter_map(|f| f.get("manager").and_then(Value::as_str))
+        .filter(|m| *m != except)
+        .map(str::to_owned)
+        .collect();
+    writers.sort();
+    writers.dedup();
+    writers
+}
+
+/// Whether one of `writers` deploys from files ([`DEPLOY_TOOLS`], or
+/// Tazuna: another stack, an earlier Tazuna).
+pub fn deployed(writers: &[String]) -> bool {
+    writers
+        .iter()
+        .any(|w| is_tazunas(w) || DEPLOY_TOOLS.iter().any(|(tool, _)| tool == w))
+}
+
 /// Objects the API server or the control plane's controllers make and
 /// need, which no prune or destroy deletes even when Tazuna applied to
 /// them: the bootstrap RBAC policy (label `kubernetes.io/bootstrapping:
 /// rbac-defaults`, `system:` names), the `system-` PriorityClasses, the
 /// control plane's namespaces and `default`, the `kubernetes` Service and
 /// its endpoints, every namespace's `kube-root-ca.crt` and `default`
-/// ServiceAccount.
+/// ServiceAccount, and Nodes (each stands for a machine; a file only
+/// labels it).
 pub fn kept_by_control_plane(object: &ObjectRef, live: &Value) -> bool {
     const NAMESPACES: [&str; 4] = ["kube-system", "kube-public", "kube-node-lease", "default"];
     let bootstrap = live
@@ -122,6 +204,7 @@ pub fn kept_by_control_plane(object: &ObjectRef, live: &Value) -> bool {
         }
         ("", "ConfigMap") => name == "kube-root-ca.crt",
         ("", "ServiceAccount") => name == "default",
+        ("", "Node") => true,
         _ => false,
     };
     bootstrap || name.starts_with("system:") || made
@@ -144,6 +227,12 @@ impl Verdict {
             Verdict::ControlPlane => Some(
                 "the control plane made it and needs it; Tazuna never deletes it and stops \
                  tracking it"
+                    .to_owned(),
+            ),
+            Verdict::Adopted => Some(
+                "it existed before this stack applied it, and no tool that deploys from files \
+                 had written it (docs/apply.md, \"Adopted objects\"); Tazuna never deletes it \
+                 and stops tracking it"
                     .to_owned(),
             ),
             Verdict::Delete { needs } if prune >= needs => None,
@@ -174,6 +263,9 @@ impl Verdict {
             }
             Verdict::Released => format!("kept: annotated `{PRUNE_ANNOTATION}: disabled`"),
             Verdict::ControlPlane => "kept: the control plane made it and needs it".to_owned(),
+            Verdict::Adopted => {
+                "kept: it existed before, made by no tool that deploys from files".to_owned()
+            }
             Verdict::Delete {
                 needs: Prune::Dangerous,
             } => format!(
@@ -211,13 +303,16 @@ mod tests {
     #[test]
     fn an_object_that_is_gone_is_forgotten() {
         let cm = object("", "ConfigMap", Some("a"), "x");
-        assert_eq!(verdict(&cm, "m", None), Verdict::NotOurs);
+        assert_eq!(verdict(&cm, "m", None, &[]), Verdict::NotOurs);
     }
 
     #[test]
     fn an_object_another_manifest_applied_since_is_not_deleted() {
         let cm = object("", "ConfigMap", Some("a"), "x");
-        assert_eq!(verdict(&cm, "m", Some(&ours("other"))), Verdict::NotOurs);
+        assert_eq!(
+            verdict(&cm, "m", Some(&ours("other")), &[]),
+            Verdict::NotOurs
+        );
     }
 
     #[test]
@@ -225,23 +320,23 @@ mod tests {
         let cm = object("", "ConfigMap", Some("a"), "x");
         let by_hand =
             json!({"metadata": {"managedFields": [{"manager": "kubectl-client-side-apply"}]}});
-        assert_eq!(verdict(&cm, "m", Some(&by_hand)), Verdict::NotOurs);
+        assert_eq!(verdict(&cm, "m", Some(&by_hand), &[]), Verdict::NotOurs);
         for manager in ["tazuna", "tazuna/platform/tazuna.yaml"] {
             let by_tazuna = json!({"metadata": {"managedFields": [{"manager": manager}]}});
             assert_eq!(
-                verdict(&cm, "m", Some(&by_tazuna)),
+                verdict(&cm, "m", Some(&by_tazuna), &[]),
                 Verdict::Delete { needs: Prune::On }
             );
         }
         let lookalike = json!({"metadata": {"managedFields": [{"manager": "tazuna-fake"}]}});
-        assert_eq!(verdict(&cm, "m", Some(&lookalike)), Verdict::NotOurs);
+        assert_eq!(verdict(&cm, "m", Some(&lookalike), &[]), Verdict::NotOurs);
     }
 
     #[test]
     fn the_keep_annotation_releases_it() {
         let cm = object("", "ConfigMap", Some("a"), "x");
         let live = json!({"metadata": {"annotations": {PRUNE_ANNOTATION: "disabled"}}});
-        let verdict = verdict(&cm, "m", Some(&live));
+        let verdict = verdict(&cm, "m", Some(&live), &[]);
         assert_eq!(verdict, Verdict::Released);
         assert!(verdict.kept_because(&cm, Prune::Dangerous, true).is_some());
         assert!(!verdict.tracked());
@@ -259,7 +354,7 @@ mod tests {
                 "x.example.com",
             ),
         ] {
-            let verdict = verdict(&held, "m", Some(&ours("m")));
+            let verdict = verdict(&held, "m", Some(&ours("m")), &[]);
             assert_eq!(
                 verdict,
                 Verdict::Delete {
@@ -283,7 +378,7 @@ mod tests {
     #[test]
     fn prune_off_keeps_it_unless_the_manifest_prunes_itself() {
         let cm = object("", "ConfigMap", Some("a"), "x");
-        let verdict = verdict(&cm, "m", Some(&ours("m")));
+        let verdict = verdict(&cm, "m", Some(&ours("m")), &[]);
         assert!(verdict.kept_because(&cm, Prune::Off, false).is_some());
         assert_eq!(verdict.kept_because(&cm, Prune::Off, true), None);
         assert_eq!(verdict.kept_because(&cm, Prune::On, false), None);
@@ -333,7 +428,7 @@ mod tests {
             object("", "ServiceAccount", Some("team"), "default"),
         ];
         for object in made {
-            let verdict = verdict(&object, "m", Some(&ours("m")));
+            let verdict = verdict(&object, "m", Some(&ours("m")), &[]);
             assert_eq!(verdict, Verdict::ControlPlane, "{object}");
             assert!(
                 verdict
@@ -347,7 +442,7 @@ mod tests {
         let role = object("rbac.authorization.k8s.io", "ClusterRole", None, "admin");
         let mut live = ours("m");
         live["metadata"]["labels"] = json!({BOOTSTRAP_LABEL: "rbac-defaults"});
-        assert_eq!(verdict(&role, "m", Some(&live)), Verdict::ControlPlane);
+        assert_eq!(verdict(&role, "m", Some(&live), &[]), Verdict::ControlPlane);
     }
 
     #[test]
@@ -360,11 +455,81 @@ mod tests {
             object("", "ServiceAccount", Some("kube-system"), "cilium"),
             object("", "Namespace", None, "kube-flannel"),
         ] {
-            let verdict = verdict(&object, "m", Some(&ours("m")));
+            let verdict = verdict(&object, "m", Some(&ours("m")), &[]);
             assert!(
                 matches!(verdict, Verdict::Delete { .. }),
                 "{object}: {verdict:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_adopted_object_is_deleted_only_if_a_tool_that_deploys_from_files_had_written_it() {
+        let made = |managers: &[&str]| managers.iter().map(|m| m.to_string()).collect::<Vec<_>>();
+        let service = object("apiregistration.k8s.io", "APIService", None, "v1.apps");
+        for (adopted_from, deleted) in [
+            (made(&[]), true),
+            (made(&["helm", "kube-controller-manager"]), true),
+            (made(&["kubectl-client-side-apply"]), true),
+            (made(&["tazuna/platform/tazuna.yaml"]), true),
+            (made(&["tazuna"]), true),
+            (made(&["kube-apiserver"]), false),
+            (
+                made(&["api-priority-and-fairness-config-producer-v1"]),
+                false,
+            ),
+            (made(&["cert-manager-certificates-issuing"]), false),
+            // Labelled by hand, not deployed: still not Tazuna's to delete.
+            (made(&["kube-apiserver", "kubectl-label"]), false),
+            (made(&["helm-fake", "kubectl-fake"]), false),
+        ] {
+            let verdict = verdict(&service, "m", Some(&ours("m")), &adopted_from);
+            assert_eq!(
+                matches!(verdict, Verdict::Delete { .. }),
+                deleted,
+                "{adopted_from:?}: {verdict:?}"
+            );
+            if !deleted {
+                assert_eq!(verdict, Verdict::Adopted);
+                assert!(
+                    verdict
+                        .kept_because(&service, Prune::Dangerous, true)
+                        .is_some()
+                );
+                assert!(!verdict.tracked());
+                assert!(verdict.note(&service, "gone", true).contains("kept"));
+            }
+        }
+    }
+
+    #[test]
+    fn writers_are_who_wrote_the_object_itself_other_than_the_stack() {
+        let live = json!({"metadata": {"managedFields": [
+            {"manager": "kube-apiserver", "operation": "Update"},
+            {"manager": "kube-apiserver", "operation": "Update", "subresource": "status"},
+            {"manager": "kwok", "operation": "Update", "subresource": "status"},
+            {"manager": "tazuna/a", "operation": "Apply"},
+            {"manager": "kubectl-label", "operation": "Update", "subresource": ""},
+        ]}});
+        assert_eq!(
+            writers(&live, "tazuna/a"),
+            ["kube-apiserver", "kubectl-label"]
+        );
+        assert_eq!(
+            writers(&live, "tazuna/b"),
+            ["kube-apiserver", "kubectl-label", "tazuna/a"]
+        );
+        let made = json!({"metadata": {"managedFields": [{"manager": "tazuna/a"}]}});
+        assert!(writers(&made, "tazuna/a").is_empty());
+        assert!(writers(&json!({}), "tazuna/a").is_empty());
+    }
+
+    #[test]
+    fn a_node_is_never_deleted() {
+        let node = object("", "Node", None, "kwok-node-0");
+        assert_eq!(
+            verdict(&node, "m", Some(&ours("m")), &[]),
+            Verdict::ControlPlane
+        );
     }
 }

@@ -115,20 +115,20 @@ pub fn takeover(
     })
 }
 
-/// Whether the API server (or a controller of the control plane) made
-/// `object`, as far as a helm hook may not replace it: what prune never
-/// deletes ([`crate::prune::kept_by_control_plane`]), everything in the
-/// control plane's own namespaces, and objects whose every field manager
-/// is a `kube-` component.
+/// Whether a hook may not replace `object` (hooks delete before they
+/// create): what prune never deletes
+/// ([`crate::prune::kept_by_control_plane`]), everything in the control
+/// plane's own namespaces, and, by allow-list, every object that no tool
+/// deploying from files wrote ([`crate::prune::deployed`]): the API server,
+/// a controller or an operator made it.
 pub fn made_by_server(object: &ObjectRef, live: &Value) -> bool {
     const CONTROL_PLANE: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
     let in_control_plane = object
         .namespace
         .as_deref()
         .is_some_and(|ns| CONTROL_PLANE.contains(&ns));
-    let managers = managers(live);
-    let by_components = !managers.is_empty() && managers.iter().all(|m| m.starts_with("kube-"));
-    crate::prune::kept_by_control_plane(object, live) || in_control_plane || by_components
+    let deployed = crate::prune::deployed(&crate::prune::writers(live, ""));
+    crate::prune::kept_by_control_plane(object, live) || in_control_plane || !deployed
 }
 
 /// The field managers of `live`, sorted, each once.
@@ -327,6 +327,17 @@ mod tests {
                 object("ConfigMap", Some("apps"), "kube-root-ca.crt"),
                 live(&["kube-controller-manager"]),
             ),
+            // By allow-list: an operator's object, one only labelled by
+            // hand, one whose writers are unknown.
+            (
+                object("Secret", Some("apps"), "webhook-ca"),
+                live(&["cert-manager-cainjector"]),
+            ),
+            (
+                object("ConfigMap", Some("apps"), "settings"),
+                live(&["kubectl-label"]),
+            ),
+            (object("ConfigMap", Some("apps"), "settings"), live(&[])),
         ];
         for (object, live) in cases {
             for writer in [Writer::User, Writer::Plugin("probe".into())] {

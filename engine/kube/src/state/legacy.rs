@@ -57,6 +57,7 @@ pub(super) fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<Manif
             hash: format!("go:{}", entry.content_hash),
             fields: None,
             removed_when_done: false,
+            adopted_from: Vec::new(),
         });
     }
     objects.sort_by_key(Entry::object);

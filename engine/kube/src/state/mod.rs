@@ -116,6 +116,12 @@ pub struct Entry {
     /// `ttlSecondsAfterFinished`): missing live, it is finished, not lost.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removed_when_done: bool,
+    /// Who had written the object when this stack first applied it
+    /// ([`crate::prune::writers`]); empty when Tazuna made it. Prune and
+    /// destroy delete an adopted object only if one of them deploys from
+    /// files ([`crate::prune::DEPLOY_TOOLS`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopted_from: Vec<String>,
 }
 
 impl Entry {
@@ -141,6 +147,7 @@ impl Entry {
             hash,
             fields,
             removed_when_done: false,
+            adopted_from: Vec::new(),
         }
     }
 

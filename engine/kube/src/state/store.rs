@@ -314,6 +314,7 @@ mod tests {
                     hash: format!("sha256:{:064x}", i * 7919),
                     fields: Some(format!("sha256:{:064x}", i * 104729)),
                     removed_when_done: false,
+                    adopted_from: Vec::new(),
                 })
                 .collect(),
         }
