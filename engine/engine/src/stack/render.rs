@@ -1,0 +1,551 @@
+//! Rendering a stack's manifests: its plugins (built-ins, pinned
+//! third-party components), one sandboxed call per manifest, the pins of
+//! what the renders pulled, secret references resolved, and the second
+//! render that finds generated fields.
+
+use super::*;
+
+impl Stack {
+    /// What each plugin of `spec.plugins` is used as: a secret resolver when a
+    /// provider of `spec.providers` has its name as `type`, a source when a
+    /// manifest does, else whichever world it targets.
+    pub fn declared_roles(&self) -> Vec<(&str, Role)> {
+        let config = &self.config;
+        config
+            .spec
+            .plugins
+            .iter()
+            .map(|d| {
+                let role = if config.spec.providers.iter().any(|p| p.kind == d.name) {
+                    Role::Resolver
+                } else if config.manifests.iter().any(|m| m.kind == d.name) {
+                    Role::Source
+                } else {
+                    Role::Either
+                };
+                (d.name.as_str(), role)
+            })
+            .collect()
+    }
+
+    /// Start the plugin host and load the source plugins `manifests` need.
+    pub fn source_plugins(
+        &self,
+        manifests: &[&Manifest],
+    ) -> Result<(PluginHost, PluginSet), RunError> {
+        let mut types: Vec<&str> = manifests.iter().map(|m| m.kind.as_str()).collect();
+        types.sort_unstable();
+        types.dedup();
+        let wanted: Vec<(&str, Role)> = types.into_iter().map(|t| (t, Role::Source)).collect();
+        let host = PluginHost::new(self.options.host.clone())?;
+        // What the secret providers read is in no plugin's input.
+        let providers = secrets::working_dir(&self.options.file);
+        host.set_protected(Protected::new(
+            self.config
+                .spec
+                .providers
+                .iter()
+                .flat_map(|provider| Protected::of_config(&providers, &provider.config)),
+        ));
+        let set = self.plugin_set(&host, &wanted, Resolve::Pinned)?;
+        Ok((host, set))
+    }
+
+    /// Load the plugins `wanted` names in their roles: built-ins, and declared
+    /// plugins, `oci://` ones by their pins in tazuna.lock (resolved and
+    /// pinned when they have none, or again with [`Resolve::Again`]).
+    pub fn plugin_set(
+        &self,
+        host: &PluginHost,
+        wanted: &[(&str, Role)],
+        resolve: Resolve,
+    ) -> Result<PluginSet, RunError> {
+        load_plugin_set(
+            &self.config,
+            &self.lock,
+            &self.options.host,
+            &self.notices,
+            host,
+            wanted,
+            resolve,
+        )
+    }
+
+    /// Render `manifests` with `render_settings`, then check what they
+    /// pulled from upstream against the pins in tazuna.lock, recording new
+    /// ones (see [`crate::render::check_pins`]). Secret references stay as they are.
+    pub fn render(
+        &self,
+        host: &PluginHost,
+        plugins: &PluginSet,
+        manifests: &[&Manifest],
+        render_settings: &RenderSettings,
+    ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
+        let mut results = crate::render::render_all(host, plugins, manifests, render_settings);
+        self.check_pins(&mut results)?;
+        Ok(results)
+    }
+
+    /// [`crate::render::check_pins`] for what `results` pulled, if anything.
+    pub(super) fn check_pins(
+        &self,
+        results: &mut [Result<Rendered, RenderError>],
+    ) -> Result<(), RunError> {
+        let pulled = results
+            .iter()
+            .any(|r| r.as_ref().is_ok_and(|r| !r.upstream.is_empty()));
+        if pulled {
+            let notices = self.notices.clone();
+            self.lock.update(|lock| {
+                for line in crate::render::check_pins(lock, results) {
+                    notices(&line);
+                }
+                Ok::<_, RunError>(())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The settings of a render for `cluster` (or for none, as `build` does).
+    pub fn render_settings(&self, cluster: Option<&Cluster>, concurrency: usize) -> RenderSettings {
+        RenderSettings {
+            environment: self.options.environment.clone(),
+            values: self.config.values(),
+            cluster: cluster.map(Cluster::info),
+            concurrency,
+        }
+    }
+
+    /// Render `manifests` for `cluster` (plugins see its version and API
+    /// groups) and resolve the secret references in their Secrets. Each result
+    /// is the rendered manifest or why it did not render.
+    pub(super) fn render_for(
+        &self,
+        manifests: &[&Manifest],
+        cluster: &Cluster,
+    ) -> Result<Vec<Result<Rendered, Failure>>, RunError> {
+        let _render = tracing::info_span!(
+            target: tazuna_core::TRACE,
+            "render",
+            tazuna.manifests = manifests.len(),
+        )
+        .entered();
+        let (host, plugins) = self.source_plugins(manifests)?;
+        // Secret references are resolved only here, on the way to a cluster,
+        // in rendered Secrets and for the tools plugins run; `tazuna build`
+        // prints them as they are. Resolvers load on first use.
+        let config = self.config.clone();
+        let lock = self.lock.clone();
+        let host_settings = self.options.host.clone();
+        let notices = self.notices.clone();
+        let secrets = Arc::new(ProviderSecrets::new(
+            self.config.spec.providers.clone(),
+            secrets::working_dir(&self.options.file),
+            self.options.host.clone(),
+            Box::new(move |host, kind| {
+                load_plugin_set(
+                    &config,
+                    &lock,
+                    &host_settings,
+                    &notices,
+                    host,
+                    &[(kind, Role::Resolver)],
+                    Resolve::Pinned,
+                )
+                .map_err(|error| error.to_string())
+            }),
+        ));
+        host.set_tool_secrets(secrets.clone());
+        let settings = self.render_settings(Some(cluster), 0);
+        let mut results = self.render_marked(&host, &plugins, manifests, &settings)?;
+        // A chart gated on a CRD that an earlier layer of this run creates
+        // sees it, on the first apply and in a plan, as it will be served.
+        for (again, info) in later_capabilities(manifests, &results, &settings) {
+            let chosen: Vec<&Manifest> = again.iter().map(|&i| manifests[i]).collect();
+            let settings = RenderSettings {
+                cluster: Some(info),
+                ..settings.clone()
+            };
+            let rendered = self.render_marked(&host, &plugins, &chosen, &settings)?;
+            for (index, result) in again.into_iter().zip(rendered) {
+                results[index] = result;
+            }
+        }
+        secrets::resolve_all(&secrets, manifests, &mut results);
+        Ok(results
+            .into_iter()
+            .map(|r| r.map_err(|e| Failure::of(&e)))
+            .collect())
+    }
+
+    /// [`Self::render_for`], then the live values of generated fields kept
+    /// (see [`tazuna_kube::generated`]).
+    pub(super) async fn render_on(
+        &self,
+        manifests: &[&Manifest],
+        cluster: &Cluster,
+    ) -> Result<Vec<Result<Rendered, Failure>>, RunError> {
+        let mut rendered = tokio::task::block_in_place(|| self.render_for(manifests, cluster))?;
+        for (manifest, result) in manifests.iter().zip(&mut rendered) {
+            let Ok(ok) = result else {
+                continue;
+            };
+            if ok.objects.iter().all(|o| o.generated.is_empty()) {
+                continue;
+            }
+            if let Err(error) = tazuna_kube::generated::keep_live(cluster, manifest, ok).await {
+                *result = Err(Failure {
+                    message: format!(
+                        "cannot read the live objects whose generated fields it keeps: {error}"
+                    ),
+                    hint: None,
+                });
+            }
+        }
+        Ok(rendered)
+    }
+
+    /// [`Self::render`], and for the sources that may draw random values
+    /// (helm's `randAlphaNum`, `genCA`, `uuidv4`), a second render of the
+    /// same inputs: the fields that come out differently are marked
+    /// generated, and named (Secrets aside) with a hint to pin them. The
+    /// second renders run beside the first ones, in the same pool of workers,
+    /// so they cost CPU but little time.
+    pub(super) fn render_marked(
+        &self,
+        host: &PluginHost,
+        plugins: &PluginSet,
+        manifests: &[&Manifest],
+        settings: &RenderSettings,
+    ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
+        let again: Vec<usize> = (0..manifests.len())
+            .filter(|&i| renders_may_differ(manifests[i]))
+            .collect();
+        let mut all = manifests.to_vec();
+        all.extend(again.iter().map(|&i| manifests[i]));
+        let mut results = crate::render::render_all(host, plugins, &all, settings);
+        let second = results.split_off(manifests.len());
+        self.check_pins(&mut results)?;
+        for (index, second) in again.into_iter().zip(second) {
+            if let (Ok(first), Ok(second)) = (&mut results[index], second) {
+                for line in mark_generated(first, &second) {
+                    self.notice(&line);
+                }
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// Load the plugins `wanted` names (see [`Stack::plugin_set`]); a free
+/// function so that the secret-resolver loader can call it without the stack.
+pub(super) fn load_plugin_set(
+    config: &Config,
+    lock: &LockFile,
+    host_settings: &HostSettings,
+    notices: &Notices,
+    host: &PluginHost,
+    wanted: &[(&str, Role)],
+    resolve: Resolve,
+) -> Result<PluginSet, RunError> {
+    let resolve = match resolve {
+        Resolve::Pinned if host_settings.offline => Resolve::Offline,
+        other => other,
+    };
+    let declared = &config.spec.plugins;
+    let needs_oci = declared.iter().any(|d| {
+        matches!(d.source, PluginSource::Oci { .. })
+            && wanted.iter().any(|(name, _)| *name == d.name)
+    });
+    if !needs_oci {
+        return Ok(PluginSet::load(
+            host,
+            wanted,
+            declared,
+            &Default::default(),
+        )?);
+    }
+    let pinned = lock.load()?;
+    let blobs = Blobs::new(host_settings.cache_dir.as_deref());
+    let fetched = block_on(plugins::fetch_oci(
+        declared, wanted, &pinned, resolve, &blobs,
+    ))?;
+    let set = PluginSet::load(host, wanted, declared, &fetched)?;
+    let pins = plugins::new_pins(&set, fetched);
+    if !pins.is_empty() {
+        lock.update(|lock_file| {
+            for (name, pin) in pins {
+                notices(&format!(
+                    "pinned plugin `{name}` {} ({}) in {}",
+                    pin.version,
+                    pin.manifest_digest,
+                    lock.path.display()
+                ));
+                lock_file.plugins.insert(name, pin);
+            }
+            Ok::<_, RunError>(())
+        })?;
+    }
+    Ok(set)
+}
+
+/// Mark the fields of `first` that `second`, a render of the same inputs,
+/// has otherwise; returns what to tell the user: objects other than Secrets
+/// (whose generated passwords are expected) with such fields, and objects
+/// only one render has.
+pub(super) fn mark_generated(first: &mut Rendered, second: &Rendered) -> Vec<String> {
+    use std::collections::HashMap;
+    use tazuna_core::inventory::ObjectRef;
+    let others: HashMap<ObjectRef, &serde_json::Value> = second
+        .objects
+        .iter()
+        .filter_map(|o| Some((ObjectRef::of(&o.value)?, &o.value)))
+        .collect();
+    let mut notes = Vec::new();
+    let mut unmatched = Vec::new();
+    for object in &mut first.objects {
+        let Some(reference) = ObjectRef::of(&object.value) else {
+            continue;
+        };
+        let Some(other) = others.get(&reference) else {
+            unmatched.push(reference.to_string());
+            continue;
+        };
+        object.generated = tazuna_core::generated::differences(&object.value, other);
+        if !object.generated.is_empty() && !reference.is_secret() {
+            let fields: Vec<String> = object.generated.iter().map(|f| format!("`{f}`")).collect();
+            notes.push(format!(
+                "note: manifest `{}`: {reference} renders differently on identical inputs at {}; the live values are kept; set them in the values to pin them",
+                first.manifest,
+                fields.join(", ")
+            ));
+        }
+    }
+    if !unmatched.is_empty() || others.len() != first.objects.len() {
+        notes.push(format!(
+            "note: manifest `{}` renders a different set of objects on identical inputs{}; pin what chooses them in the values",
+            first.manifest,
+            if unmatched.is_empty() { String::new() } else { format!(" ({})", unmatched.join(", ")) }
+        ));
+    }
+    notes
+}
+
+/// For each layer of `manifests` after one whose renders hold CRDs the
+/// cluster does not serve yet: the manifests of it whose source reads the
+/// cluster's capabilities, and the cluster as it will be when their turn
+/// comes (those CRDs served). Sources that read no capabilities (`manifests`,
+/// `kustomize`) are not rendered again.
+pub(super) fn later_capabilities(
+    manifests: &[&Manifest],
+    results: &[Result<Rendered, RenderError>],
+    settings: &RenderSettings,
+) -> Vec<(Vec<usize>, tazuna_core::render::ClusterInfo)> {
+    let Some(cluster) = &settings.cluster else {
+        return Vec::new();
+    };
+    let mut definitions: Vec<&serde_json::Value> = Vec::new();
+    let mut again = Vec::new();
+    for layer in graph::layers(manifests) {
+        let reads: Vec<usize> = layer
+            .iter()
+            .copied()
+            .filter(|&i| !matches!(manifests[i].kind.as_str(), "manifests" | "kustomize"))
+            .collect();
+        if !definitions.is_empty()
+            && !reads.is_empty()
+            && let Some(info) = cluster.with_definitions(definitions.iter().copied())
+        {
+            again.push((reads, info));
+        }
+        for &i in &layer {
+            if let Ok(rendered) = &results[i] {
+                definitions.extend(
+                    rendered
+                        .objects
+                        .iter()
+                        .map(|o| &o.value)
+                        .filter(|v| v["kind"] == "CustomResourceDefinition"),
+                );
+            }
+        }
+    }
+    again
+}
+
+/// Whether two renders of `manifest` with the same inputs can differ, so
+/// that a second render is needed to find its generated fields (see
+/// [`Stack::render_marked`]): a helmfile's always (its charts are its own
+/// business); a helm chart's unless it is a chart directory of the
+/// repository that, with its values, names no function that draws anew.
+pub(super) fn renders_may_differ(manifest: &Manifest) -> bool {
+    match manifest.kind.as_str() {
+        "helmfile" => local_helmfile(manifest)
+            .is_none_or(|(dir, values)| tazuna_core::generated::may_draw_anew(&dir, &values)),
+        "helm" => local_chart(manifest)
+            .is_none_or(|(chart, values)| tazuna_core::generated::may_draw_anew(&chart, &values)),
+        _ => false,
+    }
+}
+
+/// A helmfile manifest's directory and the text of its `helmfile:` block,
+/// when everything the render reads is in that directory (see
+/// [`tazuna_core::generated::self_contained_helmfile`]) or in the block
+/// itself; `None` otherwise (values from the environment, from outside files,
+/// or from a variable read as the tool starts).
+pub(super) fn local_helmfile(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
+    let config = &manifest.config;
+    let outside = config["environmentValues"] == serde_json::json!(true)
+        || config["extraValueFiles"]
+            .as_array()
+            .is_some_and(|files| !files.is_empty())
+        || config["vars"]
+            .as_object()
+            .is_some_and(|vars| vars.values().any(|var| var["from"] != "static"));
+    if outside {
+        return None;
+    }
+    let dir = tazuna_core::generated::self_contained_helmfile(&manifest.resolved_path()?)?;
+    Some((dir, vec![config.to_string()]))
+}
+
+/// A helm manifest's chart directory and the texts of its values, when the
+/// chart is a directory of the repository and every values file can be read
+/// here; `None` otherwise (a remote chart, an archive, values from the
+/// environment or a values file named by a template).
+pub(super) fn local_chart(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
+    let config = &manifest.config;
+    let set = |key: &str| config.get(key).is_some_and(|v| !v.is_null());
+    if set("chart") || set("repo") || config["environmentValues"] == serde_json::json!(true) {
+        return None;
+    }
+    let chart = manifest.resolved_path()?;
+    if !chart.join("Chart.yaml").is_file() {
+        return None;
+    }
+    let mut values = Vec::new();
+    for file in config["valuesFiles"].as_array().into_iter().flatten() {
+        // Read only what the source would: a regular file under the
+        // manifest's directory, of a size a chart may have.
+        let file = Path::new(file.as_str().filter(|f| !f.contains("{{"))?);
+        if !file.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        }) {
+            return None;
+        }
+        let path = manifest.base_dir.join(file);
+        let metadata = std::fs::metadata(&path).ok()?;
+        if !metadata.is_file() || metadata.len() > tazuna_core::generated::SCAN_LIMIT {
+            return None;
+        }
+        values.push(std::fs::read_to_string(path).ok()?);
+    }
+    if set("values") {
+        values.push(config["values"].to_string());
+    }
+    Some((chart, values))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sources_that_may_draw_values_anew_are_rendered_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "plain/Chart.yaml",
+            "apiVersion: v2\nname: plain\nversion: 0.1.0\n",
+        );
+        write("plain/templates/cm.yaml", "data: {{ .Values.x | quote }}\n");
+        write(
+            "drawn/Chart.yaml",
+            "apiVersion: v2\nname: drawn\nversion: 0.1.0\n",
+        );
+        write(
+            "drawn/templates/s.yaml",
+            "data: {{ randAlphaNum 8 | quote }}\n",
+        );
+        write("plain.yaml", "x: a\n");
+        write("tpl.yaml", "x: '{{ uuidv4 }}'\n");
+        write("objects.yaml", "");
+        let releases =
+            "releases:\n  - {name: a, namespace: a, chart: ./charts/a, values: [a.yaml]}\n";
+        for dir in ["hf", "hf-drawn", "hf-remote", "hf-gotmpl"] {
+            write(&format!("{dir}/helmfile.yaml"), releases);
+            write(
+                &format!("{dir}/charts/a/Chart.yaml"),
+                "apiVersion: v2\nname: a\nversion: 0.1.0\n",
+            );
+            write(&format!("{dir}/a.yaml"), "x: 1\n");
+        }
+        write("hf-drawn/a.yaml.gotmpl", "x: {{ exec \"date\" (list) }}\n");
+        write(
+            "hf-remote/helmfile.yaml",
+            "repositories:\n  - {name: jetstack, url: https://charts.jetstack.io}\nreleases:\n  - {name: a, chart: jetstack/cert-manager}\n",
+        );
+        write("hf-gotmpl/helmfile.yaml.gotmpl", releases);
+        // A values file built to hang or exhaust the host: never read.
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.yaml")).unwrap();
+        write(
+            "tazuna.yaml",
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - {name: plain, type: helm, path: plain, helm: {valuesFiles: [plain.yaml], values: {y: 1}}}
+    - {name: drawn, type: helm, path: drawn}
+    - {name: drawn-by-values, type: helm, path: plain, helm: {valuesFiles: [tpl.yaml]}}
+    - {name: drawn-inline, type: helm, path: plain, helm: {values: {z: '{{ \"{{\" }} now }}'}}}
+    - {name: remote, type: helm, helm: {chart: oci://registry.example/charts/app, version: 1.0.0}}
+    - {name: outside, type: helm, path: plain, helm: {valuesFiles: [../elsewhere.yaml]}}
+    - {name: device, type: helm, path: plain, helm: {valuesFiles: [zero.yaml]}}
+    - {name: helmfile, type: helmfile, path: plain}
+    - {name: helmfile-local, type: helmfile, path: hf}
+    - {name: helmfile-drawn, type: helmfile, path: hf-drawn}
+    - {name: helmfile-remote, type: helmfile, path: hf-remote}
+    - {name: helmfile-template, type: helmfile, path: hf-gotmpl}
+    - {name: helmfile-env, type: helmfile, path: hf, helmfile: {vars: {v: {from: env, env: V}}}}
+    - {name: helmfile-static, type: helmfile, path: hf, helmfile: {vars: {v: {from: static, static: '{{ \"{{\" }} now }}'}}}}
+    - {name: objects, type: manifests, path: objects.yaml}
+",
+        );
+        let config = config::load(
+            &root.join("tazuna.yaml"),
+            &LoadOptions::new(semver::Version::new(1, 0, 0)),
+        )
+        .unwrap();
+        let twice: Vec<&str> = config
+            .manifests
+            .iter()
+            .filter(|m| renders_may_differ(m))
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(
+            twice,
+            [
+                "drawn",
+                "drawn-by-values",
+                "drawn-inline",
+                "remote",
+                "outside",
+                "device",
+                "helmfile",
+                "helmfile-drawn",
+                "helmfile-remote",
+                "helmfile-template",
+                "helmfile-env",
+                "helmfile-static"
+            ]
+        );
+    }
+}

@@ -1,0 +1,133 @@
+//! `destroy`: taking a stack's manifests down from its state.
+
+use super::*;
+
+impl Stack {
+    /// Delete everything the stack's state records (of the selected
+    /// manifests), then the state, in reverse dependency order. `confirm`
+    /// sees what would go and says whether to go on. `None` when there was
+    /// nothing to destroy or it was not confirmed.
+    pub async fn destroy(
+        &self,
+        connection: &Connection,
+        lock_timeout: Duration,
+        deletion_timeout: Duration,
+        confirm: impl FnOnce(&Teardown) -> bool,
+        observer: &dyn Observer,
+    ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
+        let span = self.run_span("destroy", &connection.cluster);
+        let outcome = self
+            .destroy_traced(
+                connection,
+                lock_timeout,
+                deletion_timeout,
+                confirm,
+                observer,
+            )
+            .instrument(span.clone())
+            .await;
+        record_run(
+            &span,
+            outcome
+                .as_ref()
+                .map(|outcomes| outcomes.as_deref().unwrap_or_default()),
+        );
+        outcome
+    }
+
+    pub(super) async fn destroy_traced(
+        &self,
+        connection: &Connection,
+        lock_timeout: Duration,
+        deletion_timeout: Duration,
+        confirm: impl FnOnce(&Teardown) -> bool,
+        observer: &dyn Observer,
+    ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
+        let chosen = self.chosen(self.states(connection).await?.own)?;
+        if chosen.is_empty() {
+            self.notice(&format!(
+                "nothing to destroy: stack `{}` has no state on this cluster",
+                self.name()
+            ));
+            return Ok(None);
+        }
+        let teardown = Teardown {
+            manifests: chosen.keys().cloned().collect(),
+            objects: chosen.values().map(|s| s.state.objects.len()).sum(),
+            context: connection.cluster.target().context.clone(),
+        };
+        if !confirm(&teardown) {
+            return Ok(None);
+        }
+        let store = &connection.store;
+        let guard = store.lock(&holder_identity(), lock_timeout).await?;
+        if let Some(from) = guard.taken_over() {
+            self.notice(&format!("took over the lock on this cluster from {from}"));
+        }
+        let outcome = async {
+            // Read again under the lock: another run may have changed it.
+            let states = self.states(connection).await?;
+            let (doomed, rest): (BTreeMap<_, _>, BTreeMap<_, _>) = states
+                .own
+                .into_iter()
+                .partition(|(name, _)| chosen.contains_key(name));
+            // Objects a manifest that stays, or another stack, also records
+            // are left to it.
+            let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
+            let ownership = Ownership::new(Claims::default(), &rest, &staying, true)
+                .with_other_stacks(&states.others);
+            let settings = teardown_settings(deletion_timeout);
+            let run = Run {
+                cluster: &connection.cluster,
+                store,
+                states: &doomed,
+                stack: self.name(),
+                manager: FieldManager::of(self.name()),
+                ownership: &ownership,
+                hash_key: &[],
+                settings: &settings,
+                observer,
+                journal: Default::default(),
+            };
+            let order = crate::destroy::order(&doomed);
+            Ok(run.destroy(&order).await)
+        }
+        .await;
+        guard.release().await;
+        outcome.map(Some)
+    }
+
+    /// The records of the manifests the tags select (all without tags).
+    pub(super) fn chosen(
+        &self,
+        mut own: BTreeMap<String, Stored>,
+    ) -> Result<BTreeMap<String, Stored>, RunError> {
+        if !self.options.tags.is_empty() {
+            let selected: HashSet<&str> =
+                self.selected()?.iter().map(|m| m.name.as_str()).collect();
+            own.retain(|name, _| selected.contains(name.as_str()));
+        }
+        Ok(own)
+    }
+}
+
+/// What taking objects down needs of the apply settings: deletes only, one
+/// manifest at a time, each step's deletions waited for at most
+/// `deletion_timeout`.
+pub(super) fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
+    ApplySettings {
+        conflicts: Conflicts::Report,
+        recreate: Recreate::Never,
+        prune: Prune::Dangerous,
+        mode: Mode::Apply,
+        manifests_at_once: 1,
+        requests_at_once: tazuna_kube::apply::REQUESTS_AT_ONCE,
+        resend: false,
+        atomic: false,
+        git_commit: None,
+        origin: None,
+        tazuna_version: crate::VERSION.to_owned(),
+        run_spec_tests: false,
+        deletion_timeout,
+    }
+}
