@@ -864,7 +864,8 @@ spec:
 
     // Takeover: objects of an allowed kind that exist and that no stack
     // applied (one made by hand, one the controller manager made) are not
-    // the plugin's to take without `adopt:` naming them.
+    // the plugin's to take without `adopt:` naming them. `kube-root-ca.crt`
+    // needs its own emit grant first; granted, it is still not taken.
     common::succeed(cluster.kubectl().args([
         "-n",
         "default",
@@ -880,6 +881,7 @@ spec:
   plugins:
     - name: probe
       source: file://{probe}
+      grants: ["emit:object:ConfigMap/kube-root-ca.crt"]
   manifests:
     - name: takeover
       type: probe
@@ -1011,8 +1013,10 @@ const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
     // Found by the second outside attack: what a wildcard grant let through.
     (
         "{apiVersion: monitoring.example.com/v1, kind: Scraper, metadata: {name: grab}, spec: {}}",
-        "Scraper default/grab",
-        Some("emit:kind:Scraper"),
+        // No CRD makes it known to the cluster, so its scope is unknown and
+        // it is held to the stricter, cluster-wide grant.
+        "Scraper grab",
+        Some("emit:cluster:Scraper"),
     ),
     (
         "{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: joins-monitoring, labels: {example.com/aggregate-to-monitoring: \"true\"}}, rules: [{apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}]}",

@@ -282,11 +282,12 @@ impl Verdict {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn object(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> ObjectRef {
+    /// An object reference for the tests of this crate (`v1` of `group`).
+    pub(crate) fn object(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> ObjectRef {
         ObjectRef {
             group: group.into(),
             version: "v1".into(),

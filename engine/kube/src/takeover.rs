@@ -243,13 +243,7 @@ mod tests {
         } else {
             ""
         };
-        ObjectRef {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            namespace: namespace.map(str::to_owned),
-            name: name.into(),
-        }
+        crate::prune::tests::object(group, kind, namespace, name)
     }
 
     fn live(managers: &[&str]) -> Value {
