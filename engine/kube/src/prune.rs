@@ -287,7 +287,12 @@ pub(crate) mod tests {
     use serde_json::json;
 
     /// An object reference for the tests of this crate (`v1` of `group`).
-    pub(crate) fn object(group: &str, kind: &str, namespace: Option<&str>, name: &str) -> ObjectRef {
+    pub(crate) fn object(
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> ObjectRef {
         ObjectRef {
             group: group.into(),
             version: "v1".into(),

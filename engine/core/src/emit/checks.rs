@@ -18,7 +18,11 @@ pub(super) const ROLE_LABELS: &[&str] = &["app.kubernetes.io/", "helm.sh/chart"]
 /// to a claim outside the manifest's namespace `home`, and the default
 /// IngressClass or StorageClass (every Ingress or claim that names none
 /// would use it).
-pub(super) fn cluster_object_check(reference: &ObjectRef, object: &Value, home: &str) -> Option<String> {
+pub(super) fn cluster_object_check(
+    reference: &ObjectRef,
+    object: &Value,
+    home: &str,
+) -> Option<String> {
     let annotated_default = |key: &str| object["metadata"]["annotations"][key] == "true";
     match (reference.group.as_str(), reference.kind.as_str()) {
         ("", "PersistentVolume") => {

@@ -38,7 +38,7 @@ mod checks;
 mod lists;
 
 use checks::*;
-pub use lists::{Allowed, Named, ALLOWED, BUILT_IN_GROUPS, NAMED, SENSITIVE_KINDS};
+pub use lists::{ALLOWED, Allowed, BUILT_IN_GROUPS, NAMED, Named, SENSITIVE_KINDS};
 
 /// What a third-party plugin may create: its `emit:` grants in effect (and
 /// its `secrets:` grants, for the references it may write).

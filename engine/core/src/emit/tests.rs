@@ -13,12 +13,7 @@ fn reference(object: &Value, home: &str, namespaced: bool) -> ObjectRef {
 }
 
 /// The grants `object` lacks under `scope` in a render of `render`.
-fn lacks(
-    scope: &EmitScope,
-    object: &Value,
-    render: &[&Value],
-    namespaced: bool,
-) -> Vec<String> {
+fn lacks(scope: &EmitScope, object: &Value, render: &[&Value], namespaced: bool) -> Vec<String> {
     let made = Made::of(render.iter().copied(), "apps");
     scope
         .missing(
@@ -257,9 +252,8 @@ fn a_workload_runs_only_as_a_service_account_its_render_creates() {
         );
     }
     // No token at all: any account.
-    let tokenless = deployment(
-        json!({"automountServiceAccountToken": false, "containers": [{"name": "c"}]}),
-    );
+    let tokenless =
+        deployment(json!({"automountServiceAccountToken": false, "containers": [{"name": "c"}]}));
     assert!(lacks(&none, &tokenless, &[], true).is_empty());
     // The same account name in another namespace is another account.
     let elsewhere = object(
@@ -357,8 +351,7 @@ fn the_next_spellings_of_an_outside_attack_need_a_grant_naming_them() {
         "admin-token",
         json!({"type": "kubernetes.io/service-account-token"}),
     );
-    let reads =
-        pod(json!({"volumes": [{"name": "t", "secret": {"secretName": "admin-token"}}]}));
+    let reads = pod(json!({"volumes": [{"name": "t", "secret": {"secretName": "admin-token"}}]}));
     assert_eq!(
         lacks(&none, &reads, &[&account, &token], true),
         ["emit:object:Pod/p"]
