@@ -159,11 +159,17 @@ pub fn split(objects: &[&Value], release: Release) -> Split {
 /// that can be not ready (Jobs, Pods), so the hooks of one weight that
 /// nothing waits for go together. A hook that is waited for, a Namespace and
 /// a CustomResourceDefinition each go alone: what follows may need them
-/// (a Job its ServiceAccount, a namespaced hook its Namespace).
-pub fn batches<'a>(stage: &'a [Hook], objects: &[&Value]) -> Vec<&'a [Hook]> {
+/// (a Job its ServiceAccount, a namespaced hook its Namespace). `waited`
+/// says whether an apply waits for an object (the readiness rules of
+/// [`crate::readiness::has_rule`]).
+pub fn batches<'a>(
+    stage: &'a [Hook],
+    objects: &[&Value],
+    waited: impl Fn(&Value) -> bool,
+) -> Vec<&'a [Hook]> {
     let alone = |hook: &Hook| {
         let object = objects[hook.index];
-        crate::readiness::has_rule(object, crate::readiness::LoadBalancers::Ignored)
+        waited(object)
             || matches!(
                 object["kind"].as_str(),
                 Some("Namespace" | "CustomResourceDefinition")
@@ -297,7 +303,12 @@ mod tests {
                 })
                 .collect()
         };
-        let batches: Vec<Vec<String>> = batches(&stage, &values).into_iter().map(names).collect();
+        let waited =
+            |o: &Value| crate::readiness::has_rule(o, crate::readiness::LoadBalancers::Ignored);
+        let batches: Vec<Vec<String>> = batches(&stage, &values, waited)
+            .into_iter()
+            .map(names)
+            .collect();
         assert_eq!(
             batches,
             vec![
@@ -312,7 +323,7 @@ mod tests {
                 vec!["Secret/later", "ConfigMap/later"],
             ]
         );
-        assert!(super::batches(&[], &values).is_empty());
+        assert!(super::batches(&[], &values, waited).is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@ use serde_json::Value;
 use tazuna_core::config::{LoadBalancers, Manifest};
 use tazuna_core::hooks::{self, Hook, Release};
 use tazuna_core::inventory::{self, ObjectRef};
+use tazuna_core::readiness;
 
 use crate::apply::{
     Action, Counts, Event, Failure, ManifestError, ManifestOutcome, Mode, Outcome, Run, Shared,
@@ -153,7 +154,8 @@ impl Run<'_> {
         // stage has succeeded, last first, so a Job's ServiceAccount lives as
         // long as the Job runs.
         let mut succeeded: Vec<(ObjectRef, Resolved)> = Vec::new();
-        for batch in hooks::batches(hooks, values) {
+        let waited = |o: &Value| readiness::has_rule(o, readiness::LoadBalancers::Ignored);
+        for batch in hooks::batches(hooks, values, waited) {
             let mut items = Vec::with_capacity(batch.len());
             let mut unsent = Vec::new();
             for hook in batch {

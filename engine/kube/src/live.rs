@@ -178,8 +178,8 @@ fn slim(metadata: kube::api::ObjectMeta) -> Value {
     let bootstrap = metadata
         .labels
         .unwrap_or_default()
-        .remove(crate::takeover::BOOTSTRAP_LABEL)
-        .map(|value| serde_json::json!({ crate::takeover::BOOTSTRAP_LABEL: value }));
+        .remove(crate::objects::BOOTSTRAP_LABEL)
+        .map(|value| serde_json::json!({ crate::objects::BOOTSTRAP_LABEL: value }));
     serde_json::json!({
         "metadata": {
             "name": metadata.name,

@@ -9,8 +9,8 @@
 use serde_json::Value;
 use tazuna_core::inventory::ObjectRef;
 
+use crate::objects::BOOTSTRAP_LABEL;
 use crate::objects::{MANIFEST_ANNOTATION, PRUNE_ANNOTATION, is_tazunas};
-use crate::takeover::BOOTSTRAP_LABEL;
 
 /// Whether objects no longer rendered are deleted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -23,9 +23,6 @@ use crate::cluster::Cluster;
 use crate::live::LiveIndex;
 use crate::ownership::{OwnershipError, StackStates};
 
-/// The label of the API server's bootstrap RBAC policy (`rbac-defaults`).
-pub const BOOTSTRAP_LABEL: &str = "kubernetes.io/bootstrapping";
-
 /// Who wrote a rendered object, as far as taking over what exists goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Writer {

@@ -247,6 +247,9 @@ pub(crate) fn string_data_to_data(secret: &mut Value) {
 /// The annotation naming the manifest an object belongs to.
 pub const MANIFEST_ANNOTATION: &str = "tazuna.dev/manifest";
 
+/// The label of the API server's bootstrap RBAC policy (`rbac-defaults`).
+pub const BOOTSTRAP_LABEL: &str = "kubernetes.io/bootstrapping";
+
 /// List items come without `apiVersion` and `kind`; readiness rules need them.
 pub fn fill_type(value: &mut Value, reference: &ObjectRef) {
     if let Value::Object(map) = value {

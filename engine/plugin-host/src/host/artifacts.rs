@@ -19,7 +19,7 @@ use super::beneath::Beneath;
 use super::bindings::artifacts::Fetched;
 use super::bindings::types::PluginError;
 use super::capabilities::Capabilities;
-use super::exec::Mount;
+use super::mounts::Mount;
 use crate::distribution::{self, Source};
 
 /// The most bytes one artifact may hold, packed.

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::exec::Mount;
+use super::mounts::Mount;
 
 /// The most entries looked at below one handed directory.
 const MAX_ENTRIES: usize = 20_000;

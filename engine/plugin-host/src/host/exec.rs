@@ -16,7 +16,7 @@
 //! when it ends or runs out of time.
 
 use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -25,21 +25,10 @@ use super::bindings::types::PluginError;
 use super::capabilities::Capabilities;
 use super::content;
 use super::jail::{self, Endpoint, Policy};
+use super::mounts::{Mount, guests, map_argument, to_host};
 
 /// The most output kept from one stream of one tool run.
 pub const OUTPUT_CAP: usize = 64 * 1024 * 1024;
-
-/// A guest directory and the host directory behind it.
-#[derive(Debug, Clone)]
-pub struct Mount {
-    /// Absolute guest path, such as `/manifest`.
-    pub guest: String,
-    /// The host directory.
-    pub host: PathBuf,
-    /// What the user knows it as (the manifest's view is shown as the
-    /// manifest's directory), in what a tool prints.
-    pub shown: Option<PathBuf>,
-}
 
 /// What one call's `exec` may touch.
 #[derive(Debug)]
@@ -645,16 +634,6 @@ pub fn user_repositories() -> Vec<(String, String)> {
         .collect()
 }
 
-/// The guest directories, for messages.
-fn guests(mounts: &[Mount]) -> String {
-    let list: Vec<String> = mounts.iter().map(|m| format!("`{}`", m.guest)).collect();
-    if list.is_empty() {
-        "none (this call has no directories)".to_owned()
-    } else {
-        list.join(" and ")
-    }
-}
-
 /// What a tool needs from the user's environment to sign in, by tool. The
 /// 1Password CLI keeps its accounts under the user's `HOME` and reads a
 /// service-account or Connect token from `OP_*`. Only the tool process gets
@@ -731,58 +710,6 @@ fn path_of(binaries: impl Iterator<Item = PathBuf>) -> String {
 
 /// Where every tool may look for system programs.
 const SYSTEM_PATH: &[&str] = &["/usr/local/bin", "/usr/bin", "/bin"];
-
-/// Map a guest path inside a mount to its host path; `None` if it is outside
-/// every mount or climbs out with `..`.
-pub fn to_host(mounts: &[Mount], guest: &str) -> Option<PathBuf> {
-    let guest_path = Path::new(guest);
-    mounts.iter().find_map(|mount| {
-        let rest = guest_path.strip_prefix(&mount.guest).ok()?;
-        if rest
-            .components()
-            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-        {
-            return None;
-        }
-        Some(mount.host.join(rest))
-    })
-}
-
-/// `arg` with every guest path in it (the whole argument, or a piece after
-/// `=` or `,`) made a host path; `None` if a piece is another absolute path
-/// or climbs with `..`. Each piece that may name a file (a host path, or a
-/// relative one) is added to `named`.
-fn map_argument(mounts: &[Mount], arg: &str, named: &mut Vec<PathBuf>) -> Option<String> {
-    let mut mapped = String::with_capacity(arg.len());
-    let mut rest = arg;
-    loop {
-        let end = rest.find(['=', ',']).unwrap_or(rest.len());
-        let piece = &rest[..end];
-        if Path::new(piece)
-            .components()
-            .any(|c| c == Component::ParentDir)
-        {
-            return None;
-        }
-        if piece.starts_with('/') {
-            let host = to_host(mounts, piece)?;
-            mapped.push_str(&host.display().to_string());
-            named.push(host);
-        } else {
-            mapped.push_str(piece);
-            if !piece.is_empty() && !piece.starts_with('-') {
-                named.push(PathBuf::from(piece));
-            }
-        }
-        match rest[end..].chars().next() {
-            Some(separator) => {
-                mapped.push(separator);
-                rest = &rest[end + 1..];
-            }
-            None => return Some(mapped),
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -25,6 +25,7 @@ mod exec;
 mod grammar;
 mod input;
 pub mod jail;
+mod mounts;
 mod resolver;
 mod tool_secrets;
 mod tools;
@@ -53,7 +54,8 @@ pub use resolver::ResolverPlugin;
 pub use tool_secrets::{Revealed, SharedToolSecrets, ToolSecret, ToolSecrets};
 
 use bindings::{SourcePlugin as SourceBindings, SourcePluginPre};
-use exec::{ExecContext, Mount, Network};
+use exec::{ExecContext, Network};
+use mounts::Mount;
 
 /// Guest path of the manifest directory, preopened read-only.
 pub const MANIFEST_DIR: &str = "/manifest";

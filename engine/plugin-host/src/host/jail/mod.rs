@@ -27,6 +27,7 @@
 //! for root), [`support`] says what is missing.
 
 mod bounds;
+mod endpoint;
 #[cfg(target_os = "linux")]
 mod landlock;
 mod network;
@@ -47,8 +48,9 @@ use std::time::Duration;
 pub use bounds::{
     MemoryGroup, SCRATCH_FILES, SCRATCH_SIZE, Scratch, TOOL_RESIDENT, private_mounts,
 };
-pub use network::{Endpoint, endpoint_of_url, endpoints_named_in};
+pub use endpoint::Endpoint;
 use network::{Route, enter_network_namespace, forward, listen, proxy, serve};
+pub use network::{endpoint_of_url, endpoints_named_in};
 #[cfg(target_os = "linux")]
 pub use privilege::{JAIL_ID, TOOL_FILE_SIZE, TOOL_MEMORY};
 pub use signing::Logins;

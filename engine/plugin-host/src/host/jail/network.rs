@@ -9,32 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::endpoint::Endpoint;
 use super::signing::{Logins, Wire};
-
-/// A host and port a tool may reach, because the manifest names it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Endpoint {
-    /// Host name or IP address.
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-}
-
-impl Endpoint {
-    pub(super) fn is_loopback(&self) -> bool {
-        self.host == "localhost"
-            || self
-                .host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    }
-}
-
-impl std::fmt::Display for Endpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.host, self.port)
-    }
-}
 
 /// Where connections to one of the jail's listeners go.
 pub(super) enum Route {

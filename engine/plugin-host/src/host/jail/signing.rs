@@ -28,7 +28,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
-use super::network::Endpoint;
+use super::endpoint::Endpoint;
 
 /// The longest request or answer head the forwarder reads.
 const HEAD_LIMIT: usize = 64 * 1024;
