@@ -729,6 +729,27 @@ fn a_plugin_without_emit_grants_is_refused_cluster_wide_objects_before_any_write
         );
     }
 
+    // Granted every namespace by wildcard, the plugin (which requests
+    // `emit:namespace:kube-system` by name) still gets no `kube-*`
+    // namespace: the wildcard's bounds hold for what it requested by name.
+    let dir = reaching_for_cluster_admin(
+        "wild",
+        r#"["emit:namespace:*", "emit:kind:*", "emit:cluster:*"]"#,
+    );
+    for verb in ["plan", "apply"] {
+        let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
+        let said = common::text(&out);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+        assert!(
+            said.contains("Secret kube-system/planted, which it may not create without")
+                && said.contains("`emit:namespace:kube-system`"),
+            "{verb}: {said}"
+        );
+        for args in planted {
+            assert!(!common::exists(&cluster, args), "{verb} wrote {args:?}");
+        }
+    }
+
     // Granted, the same objects are applied; kubectl sees them.
     let dir = reaching_for_cluster_admin(
         "granted",
@@ -818,6 +839,12 @@ spec:
         ("storageclass", "takes-all"),
         ("node", "fake-node"),
         ("clusterrole", "joins-monitoring"),
+        ("persistentvolume", "host-files"),
+        ("persistentvolume", "unbound-nfs"),
+        ("persistentvolumeclaim", "grab-by-selector"),
+        ("persistentvolumeclaim", "grab-static"),
+        ("priorityclass", "everyone-high"),
+        ("ipaddress", "10.96.0.77"),
     ] {
         let planted = common::output(
             cluster
@@ -915,6 +942,59 @@ spec:
         &["-n", "default", "get", "configmap", "kube-root-ca.crt"],
     );
     assert_ne!(ca["data"]["ca.crt"], "forged");
+
+    // An aggregated ClusterRole of the cluster's own selects a label the
+    // emit verdict lets a ClusterRole carry: the plugin's role, granted by
+    // kind, would give its rules to everyone bound to the aggregate.
+    common::succeed(cluster.kubectl().args([
+        "create",
+        "clusterrole",
+        "monitoring-agg",
+        "--aggregation-rule=app.kubernetes.io/part-of=monitoring",
+    ]));
+    let aggregated = |grants: &str| {
+        project(&format!(
+            r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  plugins:
+    - name: probe
+      source: file://{{probe}}
+      grants: {grants}
+  manifests:
+    - name: joins
+      type: probe
+      namespace: default
+      probe:
+        action: emit
+        objects:
+          - {{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {{name: sneaky, labels: {{app.kubernetes.io/part-of: monitoring}}}}, rules: [{{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}}]}}
+"#
+        ))
+    };
+    let dir = aggregated(r#"["emit:cluster:*", "emit:kind:*"]"#);
+    for verb in ["plan", "apply"] {
+        let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
+        let said = common::text(&out);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+        assert!(
+            said.contains("rendered ClusterRole sneaky, which the aggregated ClusterRole `monitoring-agg` on the cluster selects")
+                && said.contains("`emit:object:ClusterRole/sneaky`"),
+            "{verb}: {said}"
+        );
+        assert!(
+            !common::exists(&cluster, &["clusterrole", "sneaky"]),
+            "{verb}"
+        );
+    }
+    let dir = aggregated(r#"["emit:cluster:*", "emit:kind:*", "emit:object:ClusterRole/sneaky"]"#);
+    let out = common::output(common::tazuna_on(&cluster, dir.path()).arg("apply"));
+    assert!(
+        out.status.success(),
+        "granted by name: {}",
+        common::text(&out)
+    );
+    assert!(common::exists(&cluster, &["clusterrole", "sneaky"]));
 }
 
 /// What a plugin granted every built-in kind by wildcard (`emit:kind:*`,
@@ -1057,6 +1137,36 @@ const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
         "{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: \"system:public-info-viewer\", labels: {probe: \"yes\"}}, rules: [{apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}]}",
         "ClusterRole system:public-info-viewer",
         Some("emit:object:ClusterRole/system:public-info-viewer"),
+    ),
+    (
+        "{apiVersion: v1, kind: PersistentVolume, metadata: {name: host-files}, spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], hostPath: {path: /etc}, claimRef: {namespace: default, name: mine}}}",
+        "PersistentVolume host-files",
+        Some("emit:object:PersistentVolume/host-files"),
+    ),
+    (
+        "{apiVersion: v1, kind: PersistentVolume, metadata: {name: unbound-nfs}, spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOnce], nfs: {server: nas.example.com, path: /data}}}",
+        "PersistentVolume unbound-nfs",
+        Some("emit:object:PersistentVolume/unbound-nfs"),
+    ),
+    (
+        "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: grab-by-selector}, spec: {storageClassName: \"\", selector: {matchLabels: {x: y}}, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}",
+        "PersistentVolumeClaim default/grab-by-selector",
+        Some("emit:object:PersistentVolumeClaim/grab-by-selector"),
+    ),
+    (
+        "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: grab-static}, spec: {storageClassName: \"\", accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}",
+        "PersistentVolumeClaim default/grab-static",
+        Some("emit:object:PersistentVolumeClaim/grab-static"),
+    ),
+    (
+        "{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: everyone-high}, value: 1000000, globalDefault: true}",
+        "PriorityClass everyone-high",
+        Some("emit:object:PriorityClass/everyone-high"),
+    ),
+    (
+        "{apiVersion: networking.k8s.io/v1, kind: IPAddress, metadata: {name: 10.96.0.77}, spec: {parentRef: {group: \"\", resource: services, namespace: default, name: fine}}}",
+        "IPAddress 10.96.0.77",
+        Some("emit:object:IPAddress/10.96.0.77"),
     ),
 ];
 

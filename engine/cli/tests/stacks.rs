@@ -441,7 +441,7 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
         second.path(),
         "tazuna.yaml",
         &config(
-            Some("platform-2"),
+            Some("platform-2/tazuna.yaml"),
             &[entry("web", "web.yaml", Some("default"), "")],
         ),
     );
@@ -451,6 +451,80 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
     assert!(exists(&cluster, &["-n", "default", "configmap", "web-cm"]));
     let plan = run(&cluster, first.path(), &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    // A file that does not set `spec.stack` and derives that name (a
+    // directory `platform-2` outside git) is not that stack: its prune
+    // would delete `web-cm`.
+    let lookalike = tempfile::tempdir().unwrap();
+    let lookalike = lookalike.path().join("platform-2");
+    write(
+        &lookalike,
+        "tazuna.yaml",
+        &config(None, &[entry("other", "other.yaml", Some("default"), "")]),
+    );
+    write(&lookalike, "other.yaml", &configmap("other-cm", None));
+    let refused = run(&cluster, &lookalike, &["apply", "--prune"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        stderr(&refused).contains("stack `platform-2/tazuna.yaml` on this cluster was applied by a file that sets `spec.stack: platform-2/tazuna.yaml`"),
+        "{}",
+        text(&refused)
+    );
+    assert!(exists(&cluster, &["-n", "default", "configmap", "web-cm"]));
+    assert!(!exists(
+        &cluster,
+        &["-n", "default", "configmap", "other-cm"]
+    ));
+
+    // One Event served under two groups is one object: a stack that renders
+    // it as `v1` does not take over the one another applied as
+    // `events.k8s.io/v1`.
+    let event = |api: &str, body: &str| {
+        format!(
+            "apiVersion: {api}\nkind: Event\nmetadata:\n  name: shared-ev\n  namespace: default\n{body}"
+        )
+    };
+    let new_event = event(
+        "events.k8s.io/v1",
+        "eventTime: \"2026-01-01T00:00:00.000000Z\"\nreportingController: example.com/tests\nreportingInstance: tests-1\naction: Test\nreason: Testing\ntype: Normal\nnote: from stack a\nregarding: {kind: ConfigMap, name: edge-cm, namespace: default}\n",
+    );
+    let old_event = event(
+        "v1",
+        "involvedObject: {kind: ConfigMap, name: edge-cm, namespace: default}\nreason: Testing\ntype: Normal\nmessage: from stack b\n",
+    );
+    let events_a = project(&[
+        (
+            "tazuna.yaml",
+            &config(Some("events-a"), &[entry("ev-a", "ev.yaml", None, "")]),
+        ),
+        ("ev.yaml", &new_event),
+    ]);
+    let events_b = project(&[
+        (
+            "tazuna.yaml",
+            &config(Some("events-b"), &[entry("ev-b", "ev.yaml", None, "")]),
+        ),
+        ("ev.yaml", &old_event),
+    ]);
+    let applied = run(&cluster, events_a.path(), &["apply"]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    for verb in ["plan", "apply"] {
+        let refused = run(&cluster, events_b.path(), &[verb]);
+        assert_eq!(refused.status.code(), Some(1), "{verb}: {}", text(&refused));
+        assert!(
+            stderr(&refused).contains("which stack `events-a` applied"),
+            "{verb}: {}",
+            text(&refused)
+        );
+    }
+    assert_eq!(
+        kubectl_json(
+            &cluster,
+            &["-n", "default", "get", "events.events.k8s.io", "shared-ev"]
+        )["note"],
+        "from stack a"
+    );
+    let destroyed = run(&cluster, events_a.path(), &["destroy", "--yes"]);
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
 
     // An object made by hand that no stack applied (with the content the
     // file gives it, so no field is in conflict): the user's own file takes
@@ -609,7 +683,30 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
     // A file that only labels what the control plane made (an APIService, a
     // Node, the API server's ConfigMap) adopts them, and plan says destroy
     // will keep them; destroy keeps them (same uid) and deletes what it
-    // adopted from `kubectl create` (a tool that deploys from files).
+    // adopted from `kubectl create` (a tool that deploys from files). A
+    // deploy tool's name written beside the API server's (an admin's
+    // `kubectl apply`, a forged `--field-manager`) changes nothing.
+    for (forged, args) in [
+        ("kubectl", &["apiservice", "v1.apps"][..]),
+        (
+            "helm",
+            &[
+                "-n",
+                "kube-system",
+                "configmap",
+                "extension-apiserver-authentication",
+            ],
+        ),
+    ] {
+        succeed(
+            cluster
+                .kubectl()
+                .arg("label")
+                .args(args)
+                .arg("tazuna-test/forged=yes")
+                .arg(format!("--field-manager={forged}")),
+        );
+    }
     let labelled = "tazuna-test/labelled: \"yes\"";
     let labels = project(&[
         (
@@ -633,11 +730,11 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
     for (object, why) in [
         (
             "APIService v1.apps",
-            "no tool that deploys from files wrote it",
+            "not only tools that deploy from files wrote it",
         ),
         (
             "ConfigMap kube-system/extension-apiserver-authentication",
-            "no tool that deploys from files wrote it",
+            "not only tools that deploy from files wrote it",
         ),
         ("Node kwok-node-0", "the control plane needs it"),
     ] {

@@ -71,16 +71,25 @@ impl ObjectRef {
     }
 
     /// Its identity without the API version: the same object served in two
-    /// versions is one object.
+    /// versions, or under two groups ([`SAME_RESOURCE`]), is one object.
     pub fn key(&self) -> ObjectKey {
+        let group = SAME_RESOURCE
+            .iter()
+            .find(|(group, kind, _)| *group == self.group && *kind == self.kind)
+            .map_or(self.group.as_str(), |(_, _, stored)| stored);
         ObjectKey {
-            group: self.group.clone(),
+            group: group.to_owned(),
             kind: self.kind.clone(),
             namespace: self.namespace.clone(),
             name: self.name.clone(),
         }
     }
 }
+
+/// Kinds the API server serves under a second group, stored once: (group,
+/// kind, the group it is the same object as). `events.k8s.io/v1 Event
+/// default/x` is `v1 Event default/x`.
+pub const SAME_RESOURCE: &[(&str, &str, &str)] = &[("events.k8s.io", "Event", "")];
 
 /// One object in the cluster, whatever API version it is read in: what
 /// ownership and prune decisions are keyed by.
@@ -313,6 +322,28 @@ mod tests {
             "metadata": { "name": "db", "namespace": "app" },
             "stringData": { "password": value },
         })
+    }
+
+    #[test]
+    fn one_object_served_under_two_groups_has_one_key() {
+        let event = |api: &str| {
+            ObjectRef::of(&json!({
+                "apiVersion": api, "kind": "Event",
+                "metadata": {"name": "e", "namespace": "default"},
+            }))
+            .unwrap()
+        };
+        assert_eq!(event("events.k8s.io/v1").key(), event("v1").key());
+        let autoscaler = |api: &str| {
+            ObjectRef::of(&json!({"apiVersion": api, "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"}}))
+                .unwrap()
+                .key()
+        };
+        assert_eq!(autoscaler("autoscaling/v1"), autoscaler("autoscaling/v2"));
+        assert_ne!(
+            autoscaler("autoscaling/v2"),
+            autoscaler("evil.example.com/v2")
+        );
     }
 
     #[test]

@@ -10,11 +10,14 @@
 //! - [`ownership`], [`prune`] and [`destroy`]: which records a stack may
 //!   prune, whether an object is deleted (the prune verdict), and taking
 //!   them down in order;
+//! - [`takeover`] and [`aggregation`]: what a run may take over or add to
+//!   on the cluster, asked before any write;
 //! - [`warnings`]: API server warnings, collected per run.
 //!
 //! Rendered objects arrive as [`tazuna_core::render::Rendered`]; this crate does
 //! not depend on the WebAssembly engine.
 
+pub mod aggregation;
 pub mod apply;
 pub mod capi;
 pub mod checks;

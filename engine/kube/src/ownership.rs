@@ -33,6 +33,10 @@ pub struct StackStates {
     pub collisions: Vec<(String, String)>,
 }
 
+/// What state records as the origin of a stack whose name a file sets with
+/// `spec.stack`: a file that derives the same name is not that stack.
+pub const NAMED_ORIGIN: &str = "spec.stack";
+
 impl StackStates {
     /// Split `all` into the records of `stack` (which declares `declared`,
     /// from the repository `origin` when its name is derived) and the rest.
@@ -81,11 +85,19 @@ impl StackStates {
             .collect()
     }
 
-    /// A stack name two files derived: refused, never merged.
+    /// A stack name two files derived, or one a file named with
+    /// `spec.stack` and another derived: refused, never merged.
     pub fn collided(&self, stack: &str, origin: Option<&str>) -> Vec<OwnershipError> {
         let Some((manifest, theirs)) = self.collisions.first() else {
             return Vec::new();
         };
+        if theirs == NAMED_ORIGIN {
+            return vec![OwnershipError::NamedElsewhere {
+                stack: stack.to_owned(),
+                manifest: manifest.clone(),
+                ours: origin.unwrap_or_default().to_owned(),
+            }];
+        }
         vec![OwnershipError::SameNameElsewhere {
             stack: stack.to_owned(),
             manifest: manifest.clone(),
@@ -172,6 +184,34 @@ pub enum OwnershipError {
         /// This file's repository.
         ours: String,
     },
+    /// A file derives the name of a stack another file named with
+    /// `spec.stack`.
+    #[error(
+        "stack `{stack}` on this cluster was applied by a file that sets `spec.stack: {stack}` (manifest `{manifest}`); this file does not set `spec.stack` and derives the same name in `{ours}`; nothing was changed"
+    )]
+    NamedElsewhere {
+        /// The name.
+        stack: String,
+        /// A manifest the other file applied.
+        manifest: String,
+        /// This file's repository.
+        ours: String,
+    },
+    /// A third-party plugin's ClusterRole that an aggregated ClusterRole on
+    /// the cluster selects.
+    #[error(
+        "manifest `{manifest}`: plugin `{plugin}` rendered ClusterRole {role}, which the aggregated ClusterRole `{aggregate}` on the cluster selects, so its rules would join `{aggregate}`'s; it may not create it without `emit:object:ClusterRole/{role}`; nothing was changed"
+    )]
+    Aggregated {
+        /// The manifest.
+        manifest: String,
+        /// The plugin that rendered it.
+        plugin: String,
+        /// The rendered ClusterRole.
+        role: String,
+        /// The aggregated ClusterRole that selects it.
+        aggregate: String,
+    },
     /// A rendered object is one another stack applied.
     #[error(
         "manifest `{manifest}` renders {object}, which stack `{stack}` applied (its manifest `{theirs}`); nothing was changed"
@@ -244,6 +284,12 @@ impl Hint for OwnershipError {
             Self::Reserved { .. } => {
                 "give the object (or the manifest's `namespace:`) another namespace".into()
             }
+            Self::Aggregated { plugin, role, .. } => format!(
+                "if you trust plugin `{plugin}` to add rules to that role, add `emit:object:ClusterRole/{role}` to its `grants` in `spec.plugins` (the plugin must request them too); otherwise leave the labels the aggregation selects out of the render; see docs/security.md"
+            ),
+            Self::NamedElsewhere { stack, .. } => format!(
+                "if this file is that stack, set `spec.stack: {stack}` in it; otherwise give it a name of its own with `spec.stack` (for example `spec.stack: {stack}-2`), so each stack sees, prunes and destroys only its own"
+            ),
             Self::SameNameElsewhere { stack, theirs, .. } => format!(
                 "give this file a stack name of its own with `spec.stack` (for example `spec.stack: {stack}-2`), so each stack sees, prunes and destroys only its own; if `{theirs}` is this repository at its old address, set `spec.stack: {stack}` to keep the name"
             ),
@@ -716,6 +762,27 @@ mod tests {
             assert_eq!(states.own.len(), 2);
             assert!(states.collided("platform/tazuna.yaml", origin).is_empty());
         }
+        // A stack a file named with spec.stack is not one that another
+        // file derives the same name for; the named file still is.
+        let mut named = stored("app", Some("platform/tazuna.yaml"), &["a"]);
+        named.state.origin = Some(NAMED_ORIGIN.into());
+        let all = BTreeMap::from([("app".to_owned(), named)]);
+        let derived = Some("github.com/acme/platform");
+        let states = StackStates::split(all.clone(), "platform/tazuna.yaml", derived, &declared);
+        assert!(states.own.is_empty());
+        let refused = states.collided("platform/tazuna.yaml", derived);
+        assert!(
+            matches!(&refused[..], [OwnershipError::NamedElsewhere { ours, .. }] if ours == "github.com/acme/platform"),
+            "{refused:?}"
+        );
+        assert!(
+            refused[0]
+                .hint()
+                .unwrap()
+                .contains("set `spec.stack: platform/tazuna.yaml`")
+        );
+        let states = StackStates::split(all, "platform/tazuna.yaml", None, &declared);
+        assert_eq!(states.own.len(), 1);
     }
 
     #[test]

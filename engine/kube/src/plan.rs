@@ -650,7 +650,7 @@ fn adopt_note(object: &ObjectRef, live: Option<&Value>, manager: &FieldManager) 
     let kept = if live.is_some_and(|l| prune::kept_by_control_plane(object, l)) {
         "; the control plane needs it, so prune and destroy will keep it"
     } else if prune::unread(object, &writers) == prune::Verdict::Adopted {
-        "; no tool that deploys from files wrote it, so prune and destroy will keep it"
+        "; not only tools that deploy from files wrote it, so prune and destroy will keep it"
     } else {
         ""
     };

@@ -35,10 +35,10 @@ pub enum Verdict {
     /// The control plane made it (see [`kept_by_control_plane`]): never
     /// deleted, and the record is forgotten.
     ControlPlane,
-    /// It existed before this stack first applied it, and none of those
+    /// It existed before this stack first applied it, and not everyone
     /// who had written it deploys from files ([`DEPLOY_TOOLS`]): a
-    /// component or a controller made it, and the stack only added to it.
-    /// Never deleted, and the record is forgotten.
+    /// component or a controller made it or keeps it, and the stack only
+    /// added to it. Never deleted, and the record is forgotten.
     Adopted,
     /// Deleted when the run's prune level is at least `needs`.
     Delete {
@@ -122,7 +122,7 @@ pub fn needs(object: &ObjectRef) -> Prune {
 
 /// The field managers of the tools that write objects from files, by
 /// allow-list: an object a stack adopted is deleted by prune and destroy
-/// only if one of these (or Tazuna) had written it before. Anything else
+/// only if these (or Tazuna) alone had written it before. Anything else
 /// (the API server, the kubelet, an operator, `kubectl label`) made it or
 /// keeps it, so it stays. Each with the reason it is here.
 pub const DEPLOY_TOOLS: [(&str, &str); 12] = [
@@ -171,12 +171,16 @@ pub fn writers(live: &Value, except: &str) -> Vec<String> {
     writers
 }
 
-/// Whether one of `writers` deploys from files ([`DEPLOY_TOOLS`], or
-/// Tazuna: another stack, an earlier Tazuna).
+/// Whether every one of `writers` deploys from files ([`DEPLOY_TOOLS`], or
+/// Tazuna: another stack, an earlier Tazuna). One other writer (the API
+/// server that made it, a controller, `kubectl label`) is enough to keep
+/// it: a deploy tool's name beside it, or a stack that only labelled it,
+/// says nothing of who made it. `false` for nobody.
 pub fn deployed(writers: &[String]) -> bool {
-    writers
-        .iter()
-        .any(|w| is_tazunas(w) || DEPLOY_TOOLS.iter().any(|(tool, _)| tool == w))
+    !writers.is_empty()
+        && writers
+            .iter()
+            .all(|w| is_tazunas(w) || DEPLOY_TOOLS.iter().any(|(tool, _)| tool == w))
 }
 
 /// Objects the API server or the control plane's controllers make and
@@ -230,9 +234,9 @@ impl Verdict {
                     .to_owned(),
             ),
             Verdict::Adopted => Some(
-                "it existed before this stack applied it, and no tool that deploys from files \
-                 had written it (docs/apply.md, \"Adopted objects\"); Tazuna never deletes it \
-                 and stops tracking it"
+                "it existed before this stack applied it, and not only tools that deploy from \
+                 files had written it (docs/apply.md, \"Adopted objects\"); Tazuna never \
+                 deletes it and stops tracking it"
                     .to_owned(),
             ),
             Verdict::Delete { needs } if prune >= needs => None,
@@ -264,7 +268,8 @@ impl Verdict {
             Verdict::Released => format!("kept: annotated `{PRUNE_ANNOTATION}: disabled`"),
             Verdict::ControlPlane => "kept: the control plane made it and needs it".to_owned(),
             Verdict::Adopted => {
-                "kept: it existed before, made by no tool that deploys from files".to_owned()
+                "kept: it existed before, written by more than tools that deploy from files"
+                    .to_owned()
             }
             Verdict::Delete {
                 needs: Prune::Dangerous,
@@ -470,13 +475,26 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn an_adopted_object_is_deleted_only_if_a_tool_that_deploys_from_files_had_written_it() {
+    fn an_adopted_object_is_deleted_only_if_tools_that_deploy_from_files_alone_had_written_it() {
         let made = |managers: &[&str]| managers.iter().map(|m| m.to_string()).collect::<Vec<_>>();
         let service = object("apiregistration.k8s.io", "APIService", None, "v1.apps");
         for (adopted_from, deleted) in [
             (made(&[]), true),
-            (made(&["helm", "kube-controller-manager"]), true),
+            (made(&["helm", "kubectl-create"]), true),
             (made(&["kubectl-client-side-apply"]), true),
+            // A deploy tool's name beside the API server's (an admin's
+            // `kubectl apply` or a forged `--field-manager`), or a stack
+            // that only labelled it: the API server made it.
+            (made(&["helm", "kube-controller-manager"]), false),
+            (made(&["before-first-apply", "kubectl"]), false),
+            (made(&["kube-apiserver", "Terraform"]), false),
+            (
+                made(&[
+                    "api-priority-and-fairness-config-producer-v1",
+                    "tazuna/a1/tazuna.yaml",
+                ]),
+                false,
+            ),
             (made(&["tazuna/platform/tazuna.yaml"]), true),
             (made(&["tazuna"]), true),
             (made(&["kube-apiserver"]), false),

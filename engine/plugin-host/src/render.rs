@@ -403,7 +403,9 @@ pub fn render_one(
         plugin_version: plugin.info().version.clone(),
         plugin_digest: plugin.digest().to_owned(),
         objects,
-        scope: (!plugin.is_builtin()).then(|| EmitScope::new(plugin.capabilities().iter())),
+        scope: (!plugin.is_builtin()).then(|| {
+            EmitScope::new(plugin.capabilities().iter()).widened(plugin.capabilities().widened())
+        }),
         upstream: output
             .resolved
             .into_iter()

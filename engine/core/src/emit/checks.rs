@@ -17,7 +17,8 @@ pub(super) const ROLE_LABELS: &[&str] = &["app.kubernetes.io/", "helm.sh/chart"]
 /// named `system:*` (the API server's own), a PersistentVolume bound ahead
 /// to a claim outside the manifest's namespace `home`, and the default
 /// IngressClass or StorageClass (every Ingress or claim that names none
-/// would use it).
+/// would use it), the global default PriorityClass, and an IPAddress (a
+/// Service address taken ahead).
 pub(super) fn cluster_object_check(
     reference: &ObjectRef,
     object: &Value,
@@ -25,17 +26,16 @@ pub(super) fn cluster_object_check(
 ) -> Option<String> {
     let annotated_default = |key: &str| object["metadata"]["annotations"][key] == "true";
     match (reference.group.as_str(), reference.kind.as_str()) {
-        ("", "PersistentVolume") => {
-            let claim = &object["spec"]["claimRef"];
-            if claim.is_null() {
-                return None;
-            }
-            let namespace = claim["namespace"].as_str().unwrap_or_default();
-            return (namespace != home).then(|| {
-                format!(
-                    "`claimRef` binds it ahead to a claim in namespace `{namespace}`, not the manifest's `{home}`"
-                )
-            });
+        ("", "PersistentVolume") => return volume_check(object, home),
+        ("networking.k8s.io", "IPAddress") => {
+            return Some(
+                "reserves a Service address, which another Service (the cluster's DNS, say) may be meant to have".to_owned(),
+            );
+        }
+        ("scheduling.k8s.io", "PriorityClass") if object["globalDefault"] == true => {
+            return Some(
+                "the global default PriorityClass ranks every Pod that names none, in every namespace".to_owned(),
+            );
         }
         ("networking.k8s.io", "IngressClass")
             if annotated_default("ingressclass.kubernetes.io/is-default-class") =>
@@ -140,10 +140,86 @@ pub(super) fn service_check(object: &Value, _: &Made) -> Option<String> {
     external.then(|| "`externalIPs` take traffic meant for other addresses".to_owned())
 }
 
+/// The fields of a PersistentVolume's spec that are not its volume source.
+const VOLUME_FIELDS: &[&str] = &[
+    "accessModes",
+    "capacity",
+    "claimRef",
+    "mountOptions",
+    "nodeAffinity",
+    "persistentVolumeReclaimPolicy",
+    "storageClassName",
+    "volumeAttributesClassName",
+    "volumeMode",
+];
+
+/// The volume sources a PersistentVolume granted by kind may use: storage
+/// reached over the network or through a CSI driver the cluster's admin
+/// installed. Any other (a node's own files by `hostPath` or `local`, and
+/// whatever a later API adds) needs the volume's name granted.
+pub(super) const PV_SOURCES: &[&str] = &["csi", "fc", "iscsi", "nfs"];
+
+/// A PersistentVolume granted by kind: of an allowed source
+/// ([`PV_SOURCES`]), and bound ahead to a claim in the manifest's
+/// namespace `home` (unbound, any claim of any namespace may take it).
+fn volume_check(object: &Value, home: &str) -> Option<String> {
+    let Some(spec) = object["spec"].as_object() else {
+        return Some("its `spec` is not a mapping".to_owned());
+    };
+    if let Some(source) = spec
+        .keys()
+        .find(|key| !VOLUME_FIELDS.contains(&key.as_str()) && !PV_SOURCES.contains(&key.as_str()))
+    {
+        return Some(format!(
+            "its volume source is `{source}` (allowed: {}); `hostPath` and `local` give a Pod a node's own files",
+            PV_SOURCES.join(", ")
+        ));
+    }
+    let claim = &object["spec"]["claimRef"];
+    if claim.is_null() {
+        return Some(format!(
+            "without `claimRef`, a claim of any namespace may bind it; bind it ahead to a claim in namespace `{home}`"
+        ));
+    }
+    let namespace = claim["namespace"].as_str().unwrap_or_default();
+    (namespace != home).then(|| {
+        format!("`claimRef` binds it ahead to a claim in namespace `{namespace}`, not the manifest's `{home}`")
+    })
+}
+
+/// The fields a claim may set: what new storage to provision. Anything else
+/// (`volumeName`, `selector`, `dataSource`, `dataSourceRef`) takes an
+/// existing volume or another's data.
+const CLAIM_FIELDS: &[&str] = &[
+    "accessModes",
+    "resources",
+    "storageClassName",
+    "volumeAttributesClassName",
+    "volumeMode",
+];
+
 pub(super) fn claim_check(object: &Value, _: &Made) -> Option<String> {
-    let name = &object["spec"]["volumeName"];
-    (!name.is_null() && name != "")
-        .then(|| "`volumeName` binds an existing volume, with another's data".to_owned())
+    let spec = &object["spec"];
+    let name = &spec["volumeName"];
+    if !name.is_null() && name != "" {
+        return Some("`volumeName` binds an existing volume, with another's data".to_owned());
+    }
+    if spec["storageClassName"] == "" {
+        return Some(
+            "`storageClassName: \"\"` binds only an existing volume, with another's data"
+                .to_owned(),
+        );
+    }
+    let fields = spec.as_object()?;
+    fields
+        .keys()
+        .find(|key| !CLAIM_FIELDS.contains(&key.as_str()) && key.as_str() != "volumeName")
+        .map(|field| {
+            format!(
+                "`{field}` takes an existing volume or another's data (a claim may set {})",
+                CLAIM_FIELDS.join(", ")
+            )
+        })
 }
 
 /// The Pod spec an object of any kind carries, found by its shape: its own

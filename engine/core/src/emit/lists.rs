@@ -65,7 +65,7 @@ pub const ALLOWED: &[Allowed] = &[
     Allowed {
         group: "",
         kind: "PersistentVolumeClaim",
-        reason: "asks for new storage; `volumeName` would bind a volume someone else left",
+        reason: "asks for new storage; `volumeName`, `selector`, a data source or an empty class would take a volume someone else left",
         check: Some(claim_check),
     },
     Allowed {

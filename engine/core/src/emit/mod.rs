@@ -51,6 +51,10 @@ pub struct EmitScope {
     /// The plugin's `secrets:` grants in effect
     /// (see [`crate::render::Rendered::may_reference`]).
     pub(crate) secret_grants: Vec<String>,
+    /// Grants in effect only through a user's wildcard grant (the plugin
+    /// requested the name, the user granted the family): they cover no
+    /// more than that wildcard would.
+    widened: Vec<String>,
 }
 
 /// One grant an object lacks, and why it is needed.
@@ -130,7 +134,18 @@ impl EmitScope {
         Self {
             grants: with("emit:"),
             secret_grants: with("secrets:"),
+            widened: Vec::new(),
         }
+    }
+
+    /// `grants` took effect only because the user granted a wildcard that
+    /// covers them (see the plugin host's `Capabilities::widened`): each
+    /// covers what that wildcard would, so `emit:namespace:kube-system`
+    /// requested by a plugin and granted as `emit:namespace:*` covers
+    /// nothing.
+    pub fn widened<'a>(mut self, grants: impl IntoIterator<Item = &'a str>) -> Self {
+        self.widened = grants.into_iter().map(str::to_owned).collect();
+        self
     }
 
     /// The grants `object` (its identity `reference`, namespace already
@@ -225,6 +240,12 @@ impl EmitScope {
         needed
     }
 
+    /// Whether the plugin may create `kind` `name` whatever it carries: a
+    /// grant naming the object (`emit:object:<Kind>/<name>`).
+    pub fn names(&self, kind: &str, name: &str) -> bool {
+        self.allows(&format!("emit:object:{kind}/{name}"), true)
+    }
+
     /// Whether a grant covers `wanted`, for an object whose kind is
     /// `built_in` ([`BUILT_IN_GROUPS`]). A wildcard covers no `kube-*`
     /// namespace and no custom resource's kind: those are granted by name.
@@ -238,7 +259,7 @@ impl EmitScope {
             .iter()
             .any(|grant| match grant.strip_suffix('*') {
                 Some(prefix) => !protected && wanted.starts_with(prefix),
-                None => grant == wanted,
+                None => grant == wanted && !(protected && self.widened.contains(grant)),
             })
     }
 }

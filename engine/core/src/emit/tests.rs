@@ -130,6 +130,19 @@ fn grants_widen_the_scope_but_wildcards_skip_kube_namespaces() {
     );
     let scope = EmitScope::new(["emit:namespace:kube-system"]);
     assert!(lacks(&scope, &system, &[], true).is_empty());
+    // The plugin requested the name, the user granted only the family: the
+    // wildcard's bounds hold.
+    let widened = EmitScope::new(["emit:namespace:*", "emit:namespace:kube-system"])
+        .widened(["emit:namespace:kube-system"]);
+    assert_eq!(
+        lacks(&widened, &system, &[], true),
+        ["emit:namespace:kube-system"]
+    );
+    let custom = object("evil.example.com/v1", "Secret", "a", json!({}));
+    let kinds = EmitScope::new(["emit:kind:*", "emit:kind:Secret"]).widened(["emit:kind:Secret"]);
+    assert_eq!(lacks(&kinds, &custom, &[], true), ["emit:kind:Secret"]);
+    let built_in = object("v1", "Secret", "a", json!({"type": "kubernetes.io/tls"}));
+    assert!(lacks(&kinds, &built_in, &[], true).is_empty());
 }
 
 #[test]
@@ -176,6 +189,33 @@ fn traffic_redirecting_objects_need_a_grant_naming_them() {
             ),
             "emit:object:PersistentVolumeClaim/c",
         ),
+        (
+            object(
+                "v1",
+                "PersistentVolumeClaim",
+                "c",
+                json!({"spec": {"selector": {"matchLabels": {"team": "x"}}}}),
+            ),
+            "emit:object:PersistentVolumeClaim/c",
+        ),
+        (
+            object(
+                "v1",
+                "PersistentVolumeClaim",
+                "c",
+                json!({"spec": {"storageClassName": ""}}),
+            ),
+            "emit:object:PersistentVolumeClaim/c",
+        ),
+        (
+            object(
+                "v1",
+                "PersistentVolumeClaim",
+                "c",
+                json!({"spec": {"dataSourceRef": {"kind": "PersistentVolumeClaim", "name": "x", "namespace": "other"}}}),
+            ),
+            "emit:object:PersistentVolumeClaim/c",
+        ),
     ] {
         assert_eq!(lacks(&none, &object, &[], true), [grant], "{object}");
     }
@@ -186,6 +226,13 @@ fn traffic_redirecting_objects_need_a_grant_naming_them() {
         json!({"spec": {"selector": {"a": "b"}}}),
     );
     assert!(lacks(&none, &plain, &[], true).is_empty());
+    let new_storage = object(
+        "v1",
+        "PersistentVolumeClaim",
+        "c",
+        json!({"spec": {"storageClassName": "fast", "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}),
+    );
+    assert!(lacks(&none, &new_storage, &[], true).is_empty());
     let granted = EmitScope::new(["emit:object:EndpointSlice/kubernetes"]);
     let slice = object(
         "discovery.k8s.io/v1",
@@ -577,10 +624,9 @@ fn cluster_objects_that_reach_other_namespaces_need_a_grant_naming_them() {
             "v1",
             "PersistentVolume",
             "pv",
-            json!({"spec": {"claimRef": claim}}),
+            json!({"spec": {"claimRef": claim, "nfs": {"server": "nas", "path": "/a"}}}),
         )
     };
-    assert!(lacks(&scope, &volume(Value::Null), &[], false).is_empty());
     assert!(
         lacks(
             &scope,
@@ -590,7 +636,10 @@ fn cluster_objects_that_reach_other_namespaces_need_a_grant_naming_them() {
         )
         .is_empty()
     );
+    // Unbound (any claim of any namespace may take it), bound ahead
+    // elsewhere, or a node's own files.
     for claim in [
+        Value::Null,
         json!({"namespace": "team-b", "name": "data"}),
         json!({"name": "data"}),
     ] {
@@ -600,6 +649,40 @@ fn cluster_objects_that_reach_other_namespaces_need_a_grant_naming_them() {
             "{claim}"
         );
     }
+    for source in ["hostPath", "local", "flexVolume", "somethingNew"] {
+        let mut node_files = volume(json!({"namespace": "apps", "name": "data"}));
+        node_files["spec"]
+            .as_object_mut()
+            .unwrap()
+            .insert(source.to_owned(), json!({"path": "/"}));
+        assert_eq!(
+            lacks(&scope, &node_files, &[], false),
+            ["emit:object:PersistentVolume/pv"],
+            "{source}"
+        );
+    }
+    let everyone = object(
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        "p",
+        json!({"value": 1000, "globalDefault": true}),
+    );
+    assert_eq!(
+        lacks(&scope, &everyone, &[], false),
+        ["emit:object:PriorityClass/p"]
+    );
+    let own = object(
+        "scheduling.k8s.io/v1",
+        "PriorityClass",
+        "p",
+        json!({"value": 1000}),
+    );
+    assert!(lacks(&scope, &own, &[], false).is_empty());
+    let address = object("networking.k8s.io/v1", "IPAddress", "10.96.0.10", json!({}));
+    assert_eq!(
+        lacks(&scope, &address, &[], false),
+        ["emit:object:IPAddress/10.96.0.10"]
+    );
     let default = |api: &str, kind: &str, key: &str| {
         object(
             api,

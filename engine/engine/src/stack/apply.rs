@@ -105,7 +105,11 @@ impl Stack {
             resend: options.resend,
             atomic: options.atomic,
             git_commit: git_commit(&self.config.dir),
-            origin: self.origin().map(str::to_owned),
+            origin: Some(
+                self.origin()
+                    .unwrap_or(tazuna_kube::ownership::NAMED_ORIGIN)
+                    .to_owned(),
+            ),
             tazuna_version: crate::VERSION.to_owned(),
             run_spec_tests: self.options.tags.is_empty(),
             deletion_timeout: Wait::DEFAULT_TIMEOUT,

@@ -78,7 +78,9 @@ pub fn repository_identity(file: &Path) -> String {
     let absolute = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
     let absolute = absolute.canonicalize().unwrap_or(absolute);
     let dir = absolute.parent().unwrap_or(Path::new("/")).to_owned();
+    let top = git(&dir, &["rev-parse", "--show-toplevel"]).map(PathBuf::from);
     if let Some(origin) = git(&dir, &["config", "--get", "remote.origin.url"])
+        .map(|url| local_origin(&url, top.as_deref().unwrap_or(&dir)).unwrap_or(url))
         .as_deref()
         .and_then(normalized_origin)
     {
@@ -91,11 +93,34 @@ pub fn repository_identity(file: &Path) -> String {
     {
         return format!("commit:{first}");
     }
-    let top = git(&dir, &["rev-parse", "--show-toplevel"])
-        .map(PathBuf::from)
-        .unwrap_or(dir);
+    let top = top.unwrap_or(dir);
     let top = top.canonicalize().unwrap_or(top);
     format!("dir:{}", top.display())
+}
+
+/// A remote that is a path on this machine (`../zeta.git`, `/srv/git/x`),
+/// as the absolute path git reaches it by from the repository's top `top`:
+/// two repositories whose `origin` is `../zeta.git` in two places name two
+/// repositories. `None` for a URL (`scheme://…`) or an scp-like address
+/// (`host:path`, a `:` before any `/`).
+fn local_origin(url: &str, top: &Path) -> Option<String> {
+    let before_slash = url.split('/').next().unwrap_or(url);
+    if url.contains("://") || before_slash.contains(':') {
+        return None;
+    }
+    let joined = top.join(url);
+    let mut path = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                path.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => path.push(other),
+        }
+    }
+    let path = path.canonicalize().unwrap_or(path);
+    Some(path.to_string_lossy().into_owned())
 }
 
 /// `git -C dir args`'s trimmed output, when it succeeds and says anything.
@@ -293,6 +318,43 @@ mod tests {
             ]
         ));
         assert_eq!(repository_identity(&one), "example.com/org/platform");
+    }
+
+    #[test]
+    fn a_relative_origin_names_the_repository_it_reaches() {
+        let dir = tempfile::tempdir().unwrap();
+        let repository = |parent: &str| {
+            let root = dir.path().join(parent).join("platform");
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(root.join("tazuna.yaml"), "").unwrap();
+            let git = |args: &[&str]| {
+                std::process::Command::new("git")
+                    .arg("-C")
+                    .arg(&root)
+                    .args(args)
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            assert!(git(&["init", "-q"]) && git(&["remote", "add", "origin", "../zeta.git"]));
+            root.join("tazuna.yaml")
+        };
+        let (one, two) = (repository("a"), repository("b"));
+        assert_eq!(derived_name(&one), derived_name(&two));
+        let (a, b) = (repository_identity(&one), repository_identity(&two));
+        assert_ne!(a, b, "`../zeta.git` of two places is two repositories");
+        assert!(a.ends_with("a/zeta"), "{a}");
+        assert_eq!(
+            local_origin("git@github.com:acme/platform.git", Path::new("/x")),
+            None
+        );
+        assert_eq!(
+            local_origin("https://github.com/acme/p", Path::new("/x")),
+            None
+        );
+        assert_eq!(
+            local_origin("./up/../zeta.git", Path::new("/srv/repo")).as_deref(),
+            Some("/srv/repo/zeta.git")
+        );
     }
 
     #[test]

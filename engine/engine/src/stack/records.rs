@@ -78,17 +78,24 @@ impl Stack {
     /// Objects that exist, that no stack applied, and that content the user
     /// did not write (or a hook) renders are taken over only when the
     /// manifest's `adopt:` names them (the takeover verdict,
-    /// [`tazuna_kube::takeover::takeover`]).
+    /// [`tazuna_kube::takeover::takeover`]); a third-party plugin's
+    /// ClusterRole that an aggregated ClusterRole selects needs its name
+    /// granted ([`tazuna_kube::aggregation`]).
     pub(super) async fn check_takeovers(
         &self,
         cluster: &Cluster,
         states: &StackStates,
         run: &[(&Manifest, &Rendered)],
     ) -> Result<(), RunError> {
-        tazuna_kube::takeover::check(cluster, states, run)
-            .await
-            .map(drop)
-            .map_err(RunError::Ownership)
+        let takeovers = tazuna_kube::takeover::check(cluster, states, run).await;
+        let aggregated = tazuna_kube::aggregation::check(cluster, run).await;
+        let mut refused = takeovers.err().unwrap_or_default();
+        refused.extend(aggregated.err().unwrap_or_default());
+        if refused.is_empty() {
+            Ok(())
+        } else {
+            Err(RunError::Ownership(refused))
+        }
     }
 
     /// This stack's own manifest states on `store`, as they are now.

@@ -13,6 +13,10 @@ use std::fmt;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Capabilities {
     effective: BTreeSet<String>,
+    /// The requests in effect that no grant names exactly, only a wildcard
+    /// (`emit:namespace:kube-system` under `emit:namespace:*`): they cover
+    /// only what that wildcard would ([`Capabilities::widened`]).
+    widened: BTreeSet<String>,
 }
 
 impl Capabilities {
@@ -24,17 +28,32 @@ impl Capabilities {
     /// The intersection of what was requested and what was granted: each
     /// request some grant covers, and each grant some request covers (a plugin
     /// that requests `emit:kind:*` gets `emit:kind:RoleBinding` when only that
-    /// is granted).
+    /// is granted). A request that only a wildcard grant covers is noted as
+    /// widened: the user granted the family, not that name.
     pub fn effective(requested: &[String], granted: &[String]) -> Self {
-        let wanted = requested
+        let wanted: Vec<&String> = requested
             .iter()
-            .filter(|want| granted.iter().any(|grant| covers(grant, want)));
+            .filter(|want| granted.iter().any(|grant| covers(grant, want)))
+            .collect();
+        let widened = wanted
+            .iter()
+            .filter(|want| !want.ends_with('*') && !granted.contains(want))
+            .map(|want| (*want).clone())
+            .collect();
         let narrowed = granted
             .iter()
             .filter(|grant| requested.iter().any(|want| covers(want, grant)));
         Self {
-            effective: wanted.chain(narrowed).cloned().collect(),
+            effective: wanted.into_iter().chain(narrowed).cloned().collect(),
+            widened,
         }
+    }
+
+    /// The capabilities in effect by a wildcard grant only, not by name. The
+    /// emit scope gives them no more than the wildcard covers: no `kube-*`
+    /// namespace and no custom resource's kind.
+    pub fn widened(&self) -> impl Iterator<Item = &str> {
+        self.widened.iter().map(String::as_str)
     }
 
     /// Whether `capability` is in effect.
@@ -114,6 +133,24 @@ mod tests {
             &strings(&["emit:kind:RoleBinding"]),
         );
         assert_eq!(caps.iter().collect::<Vec<_>>(), ["emit:kind:RoleBinding"]);
+    }
+
+    #[test]
+    fn a_named_request_under_a_wildcard_grant_is_noted_as_widened() {
+        let caps = Capabilities::effective(
+            &strings(&[
+                "emit:namespace:*",
+                "emit:namespace:kube-system",
+                "exec:helm",
+            ]),
+            &strings(&["emit:namespace:*", "exec:*", "exec:helm"]),
+        );
+        assert!(caps.allows("emit:namespace:kube-system"));
+        assert_eq!(
+            caps.widened().collect::<Vec<_>>(),
+            ["emit:namespace:kube-system"],
+            "granted by the wildcard only; `exec:helm` is granted by name"
+        );
     }
 
     #[test]
