@@ -789,7 +789,7 @@ spec:
   plugins:
     - name: probe
       source: file://{{probe}}
-      grants: ["emit:cluster:*", "emit:kind:*", "emit:object:Service/fine"]
+      grants: ["emit:cluster:*", "emit:kind:*", "emit:object:*", "emit:object:Service/fine"]
   manifests:
     - name: takeover
       type: probe
@@ -843,6 +843,7 @@ spec:
         ("persistentvolume", "unbound-nfs"),
         ("persistentvolumeclaim", "grab-by-selector"),
         ("persistentvolumeclaim", "grab-static"),
+        ("persistentvolumeclaim", "grab-by-annotation"),
         ("priorityclass", "everyone-high"),
         ("ipaddress", "10.96.0.77"),
     ] {
@@ -952,7 +953,7 @@ spec:
         "monitoring-agg",
         "--aggregation-rule=app.kubernetes.io/part-of=monitoring",
     ]));
-    let aggregated = |grants: &str| {
+    let aggregated = |grants: &str, objects: &str| {
         project(&format!(
             r#"apiVersion: tazuna.pepabo.com/v1
 kind: Tazuna
@@ -968,26 +969,54 @@ spec:
       probe:
         action: emit
         objects:
-          - {{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {{name: sneaky, labels: {{app.kubernetes.io/part-of: monitoring}}}}, rules: [{{apiGroups: ["*"], resources: ["*"], verbs: ["*"]}}]}}
-"#
+{objects}"#
         ))
     };
-    let dir = aggregated(r#"["emit:cluster:*", "emit:kind:*"]"#);
-    for verb in ["plan", "apply"] {
-        let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
-        let said = common::text(&out);
-        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
-        assert!(
-            said.contains("rendered ClusterRole sneaky, which the aggregated ClusterRole `monitoring-agg` on the cluster selects")
-                && said.contains("`emit:object:ClusterRole/sneaky`"),
-            "{verb}: {said}"
-        );
-        assert!(
-            !common::exists(&cluster, &["clusterrole", "sneaky"]),
-            "{verb}"
-        );
+    let role = |name: &str, part_of: &str| {
+        format!(
+            "          - {{apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {{name: {name}, labels: {{app.kubernetes.io/part-of: {part_of}}}}}, rules: [{{apiGroups: [\"*\"], resources: [\"*\"], verbs: [\"*\"]}}]}}\n"
+        )
+    };
+    // The aggregate on the cluster, and one the same render brings.
+    let team_agg = "          - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: team-agg}, aggregationRule: {clusterRoleSelectors: [{matchLabels: {app.kubernetes.io/part-of: team}}]}, rules: []}\n";
+    for (grants, objects, role_name, aggregate) in [
+        (
+            r#"["emit:cluster:*", "emit:kind:*"]"#,
+            role("sneaky", "monitoring"),
+            "sneaky",
+            "monitoring-agg",
+        ),
+        (
+            r#"["emit:cluster:*", "emit:kind:*", "emit:object:ClusterRole/team-agg"]"#,
+            format!("{team_agg}{}", role("sneaky-team", "team")),
+            "sneaky-team",
+            "team-agg",
+        ),
+    ] {
+        let dir = aggregated(grants, &objects);
+        for verb in ["plan", "apply"] {
+            let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
+            let said = common::text(&out);
+            assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+            assert!(
+                said.contains(&format!("rendered ClusterRole {role_name}, which the aggregated ClusterRole `{aggregate}` on the cluster selects"))
+                    && said.contains(&format!("`emit:object:ClusterRole/{role_name}`")),
+                "{verb}: {said}"
+            );
+            assert!(
+                !common::exists(&cluster, &["clusterrole", role_name]),
+                "{verb}"
+            );
+            assert!(
+                !common::exists(&cluster, &["clusterrole", "team-agg"]),
+                "{verb}"
+            );
+        }
     }
-    let dir = aggregated(r#"["emit:cluster:*", "emit:kind:*", "emit:object:ClusterRole/sneaky"]"#);
+    let dir = aggregated(
+        r#"["emit:cluster:*", "emit:kind:*", "emit:object:ClusterRole/sneaky"]"#,
+        &role("sneaky", "monitoring"),
+    );
     let out = common::output(common::tazuna_on(&cluster, dir.path()).arg("apply"));
     assert!(
         out.status.success(),
@@ -997,8 +1026,9 @@ spec:
     assert!(common::exists(&cluster, &["clusterrole", "sneaky"]));
 }
 
-/// What a plugin granted every built-in kind by wildcard (`emit:kind:*`,
-/// `emit:cluster:*`) and one Service by name renders into namespace
+/// What a plugin granted every built-in kind and every object by wildcard
+/// (`emit:kind:*`, `emit:cluster:*`, `emit:object:*`, which names none) and
+/// one Service by name renders into namespace
 /// `default` to act for another identity or redirect traffic; how the
 /// refusal shows it; the grant it names (`None`: allowed).
 const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
@@ -1157,6 +1187,11 @@ const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
         "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: grab-static}, spec: {storageClassName: \"\", accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}",
         "PersistentVolumeClaim default/grab-static",
         Some("emit:object:PersistentVolumeClaim/grab-static"),
+    ),
+    (
+        "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: grab-by-annotation, annotations: {volume.beta.kubernetes.io/storage-class: \"\"}}, spec: {storageClassName: fast, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}",
+        "PersistentVolumeClaim default/grab-by-annotation",
+        Some("emit:object:PersistentVolumeClaim/grab-by-annotation"),
     ),
     (
         "{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: everyone-high}, value: 1000000, globalDefault: true}",

@@ -526,6 +526,51 @@ fn two_stacks_on_one_cluster_prune_and_destroy_only_their_own_and_a_third_cannot
     let destroyed = run(&cluster, events_a.path(), &["destroy", "--yes"]);
     assert!(destroyed.status.success(), "{}", text(&destroyed));
 
+    // One stack's Namespace holds another stack's objects: destroying the
+    // first keeps the Namespace, so the second's objects stay.
+    let holder = project(&[
+        (
+            "tazuna.yaml",
+            &config(Some("casc-a"), &[entry("casc-ns", "ns.yaml", None, "")]),
+        ),
+        (
+            "ns.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: casc\n",
+        ),
+    ]);
+    let tenant = project(&[
+        (
+            "tazuna.yaml",
+            &config(
+                Some("casc-b"),
+                &[entry("casc-data", "cm.yaml", Some("casc"), "")],
+            ),
+        ),
+        ("cm.yaml", &configmap("team-b-data", None)),
+    ]);
+    for dir in [&holder, &tenant] {
+        let applied = run(&cluster, dir.path(), &["apply"]);
+        assert!(applied.status.success(), "{}", text(&applied));
+    }
+    let destroyed = run(&cluster, holder.path(), &["destroy", "--yes"]);
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    assert!(
+        text(&destroyed).contains("kept v1 Namespace casc: manifest `casc-data` of stack `casc-b` has objects it would take with it"),
+        "{}",
+        text(&destroyed)
+    );
+    assert!(exists(
+        &cluster,
+        &["-n", "casc", "configmap", "team-b-data"]
+    ));
+    let destroyed = run(&cluster, tenant.path(), &["destroy", "--yes"]);
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    succeed(
+        cluster
+            .kubectl()
+            .args(["delete", "namespace", "casc", "--wait=false"]),
+    );
+
     // An object made by hand that no stack applied (with the content the
     // file gives it, so no field is in conflict): the user's own file takes
     // it over, and plan says so with the manager that made it.

@@ -7,9 +7,10 @@
 //! kind) to a few label families ([`tazuna_core::emit`]), but what a
 //! cluster's own aggregated roles select is only known on the cluster: one
 //! may select `app.kubernetes.io/part-of: monitoring`. So before any write,
-//! `plan` and `apply` read the aggregated ClusterRoles once and refuse a
-//! plugin's ClusterRole that one of them selects, unless its name is
-//! granted.
+//! `plan` and `apply` read the aggregated ClusterRoles once (and take those
+//! the run itself renders) and refuse a plugin's ClusterRole that one of
+//! them selects, unless its name is granted. An aggregated role someone
+//! makes later selects what its maker chose; that is their grant.
 //!
 //! [`selects`] matches one selector, with no I/O; [`check`] reads the
 //! cluster and asks it.
@@ -86,11 +87,12 @@ pub async fn check(
     }
     let api: Api<ClusterRole> = Api::all(cluster.client().clone());
     // Unreadable: the write itself needs the same rights, and will say.
-    let Ok(existing) = api.list(&ListParams::default()).await else {
-        return Ok(());
-    };
-    let aggregates: Vec<(String, Vec<Value>)> = existing
-        .items
+    let existing = api
+        .list(&ListParams::default())
+        .await
+        .map(|list| list.items)
+        .unwrap_or_default();
+    let mut aggregates: Vec<(String, Vec<Value>)> = existing
         .into_iter()
         .filter_map(|role| {
             let name = role.metadata.name?;
@@ -102,6 +104,25 @@ pub async fn check(
             Some((name, selectors))
         })
         .collect();
+    // And those this run creates, by any manifest (the user's own too): an
+    // aggregate and the role it selects may come in one apply.
+    aggregates.extend(run.iter().flat_map(|(_, rendered)| {
+        rendered.objects.iter().filter_map(|object| {
+            let value = &object.value;
+            let role = value["apiVersion"] == "rbac.authorization.k8s.io/v1"
+                && value["kind"] == "ClusterRole";
+            let selectors = value["aggregationRule"]["clusterRoleSelectors"].as_array()?;
+            role.then(|| {
+                (
+                    value["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    selectors.clone(),
+                )
+            })
+        })
+    }));
     let refused: Vec<OwnershipError> = roles
         .into_iter()
         .filter_map(|(manifest, rendered, role, labels)| {

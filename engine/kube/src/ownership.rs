@@ -424,6 +424,11 @@ impl Claims {
 pub struct Ownership {
     claims: Claims,
     recorded: HashMap<ObjectKey, Vec<String>>,
+    /// Namespaces that hold objects other stacks record, with one of them.
+    holding: HashMap<String, String>,
+    /// API groups of which other stacks record objects, with one of them:
+    /// a CRD of that group takes them with it.
+    of_group: HashMap<String, String>,
     /// Whether every selected manifest rendered; when one did not, what it
     /// would claim is unknown, so nothing is pruned.
     complete: bool,
@@ -454,6 +459,8 @@ impl Ownership {
         Self {
             claims,
             recorded,
+            holding: HashMap::new(),
+            of_group: HashMap::new(),
             complete,
         }
     }
@@ -467,10 +474,19 @@ impl Ownership {
                 continue;
             };
             for entry in &stored.state.objects {
-                self.recorded
-                    .entry(entry.object().key())
-                    .or_default()
-                    .push(format!("{name}` of stack `{stack}"));
+                let object = entry.object();
+                let who = format!("{name}` of stack `{stack}");
+                if let Some(namespace) = &object.namespace {
+                    self.holding
+                        .entry(namespace.clone())
+                        .or_insert_with(|| who.clone());
+                }
+                if !object.group.is_empty() {
+                    self.of_group
+                        .entry(object.group.clone())
+                        .or_insert_with(|| who.clone());
+                }
+                self.recorded.entry(object.key()).or_default().push(who);
             }
         }
         self
@@ -484,15 +500,33 @@ impl Ownership {
     /// The manifest that keeps `object` when `manifest` lets go of it: the
     /// one of this run that renders it, else another of the stack's
     /// manifests in the file that records it.
+    /// A Namespace that holds, or a CRD that defines, what another stack
+    /// records is kept by that stack ([`Self::holds_others`]).
     pub fn kept_by(&self, object: &ObjectKey, manifest: &str) -> Option<&str> {
         if let Some(owner) = self.claims.owner(object) {
             return (owner != manifest).then_some(owner);
         }
         self.recorded
-            .get(object)?
-            .iter()
-            .find(|m| *m != manifest)
+            .get(object)
+            .and_then(|managers| managers.iter().find(|m| *m != manifest))
             .map(String::as_str)
+            .or_else(|| self.holds_others(object))
+    }
+
+    /// The other stack's manifest (`` `m` of stack `s` ``) whose objects
+    /// `object` would take with it: a Namespace they are in, or a CRD of
+    /// their group (the group is what a CRD's name `<plural>.<group>` says;
+    /// any object of it counts). Deleting either deletes them too.
+    pub fn holds_others(&self, object: &ObjectKey) -> Option<&str> {
+        match (object.group.as_str(), object.kind.as_str()) {
+            ("", "Namespace") => self.holding.get(&object.name),
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => object
+                .name
+                .split_once('.')
+                .and_then(|(_, group)| self.of_group.get(group)),
+            _ => None,
+        }
+        .map(String::as_str)
     }
 }
 
@@ -675,11 +709,52 @@ mod tests {
             ),
             ("go".to_owned(), stored("go", None, &["orphan"])),
         ]);
+        let mut others = others;
+        let gadget = ObjectRef {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: "Gadget".into(),
+            namespace: None,
+            name: "g".into(),
+        };
+        others
+            .get_mut("platform")
+            .unwrap()
+            .state
+            .objects
+            .push(Entry::new(&gadget, String::new(), None));
         let ownership = ownership.with_other_stacks(&others);
         assert_eq!(
             ownership.kept_by(&key("orphan"), "removed"),
             Some("platform` of stack `platform")
         );
+        // The Namespace its objects are in, and the CRD of their group,
+        // would take them along: kept too.
+        let object = |group: &str, kind: &str, name: &str| ObjectKey {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: None,
+            name: name.into(),
+        };
+        let crd = "apiextensions.k8s.io";
+        for (key, kept) in [
+            (object("", "Namespace", "default"), true),
+            (object("", "Namespace", "elsewhere"), false),
+            (
+                object(crd, "CustomResourceDefinition", "gadgets.example.com"),
+                true,
+            ),
+            (
+                object(crd, "CustomResourceDefinition", "gadgets.other.example.com"),
+                false,
+            ),
+        ] {
+            assert_eq!(
+                ownership.kept_by(&key, "removed") == Some("platform` of stack `platform"),
+                kept,
+                "{key:?}"
+            );
+        }
     }
 
     #[test]

@@ -14,24 +14,12 @@ pub(super) const ROLE_LABELS: &[&str] = &["app.kubernetes.io/", "helm.sh/chart"]
 /// granted: an aggregated ClusterRole (its rules flow into `view`, `edit`,
 /// `admin` or any role that selects it) or one with a label that an
 /// aggregation may select (only [`ROLE_LABELS`] are allowed), RBAC objects
-/// named `system:*` (the API server's own), a PersistentVolume bound ahead
-/// to a claim outside the manifest's namespace `home`, and the default
+/// named `system:*` (the API server's own), and the default
 /// IngressClass or StorageClass (every Ingress or claim that names none
-/// would use it), the global default PriorityClass, and an IPAddress (a
-/// Service address taken ahead).
-pub(super) fn cluster_object_check(
-    reference: &ObjectRef,
-    object: &Value,
-    home: &str,
-) -> Option<String> {
+/// would use it), and the global default PriorityClass.
+pub(super) fn cluster_object_check(reference: &ObjectRef, object: &Value) -> Option<String> {
     let annotated_default = |key: &str| object["metadata"]["annotations"][key] == "true";
     match (reference.group.as_str(), reference.kind.as_str()) {
-        ("", "PersistentVolume") => return volume_check(object, home),
-        ("networking.k8s.io", "IPAddress") => {
-            return Some(
-                "reserves a Service address, which another Service (the cluster's DNS, say) may be meant to have".to_owned(),
-            );
-        }
         ("scheduling.k8s.io", "PriorityClass") if object["globalDefault"] == true => {
             return Some(
                 "the global default PriorityClass ranks every Pod that names none, in every namespace".to_owned(),
@@ -140,53 +128,6 @@ pub(super) fn service_check(object: &Value, _: &Made) -> Option<String> {
     external.then(|| "`externalIPs` take traffic meant for other addresses".to_owned())
 }
 
-/// The fields of a PersistentVolume's spec that are not its volume source.
-const VOLUME_FIELDS: &[&str] = &[
-    "accessModes",
-    "capacity",
-    "claimRef",
-    "mountOptions",
-    "nodeAffinity",
-    "persistentVolumeReclaimPolicy",
-    "storageClassName",
-    "volumeAttributesClassName",
-    "volumeMode",
-];
-
-/// The volume sources a PersistentVolume granted by kind may use: storage
-/// reached over the network or through a CSI driver the cluster's admin
-/// installed. Any other (a node's own files by `hostPath` or `local`, and
-/// whatever a later API adds) needs the volume's name granted.
-pub(super) const PV_SOURCES: &[&str] = &["csi", "fc", "iscsi", "nfs"];
-
-/// A PersistentVolume granted by kind: of an allowed source
-/// ([`PV_SOURCES`]), and bound ahead to a claim in the manifest's
-/// namespace `home` (unbound, any claim of any namespace may take it).
-fn volume_check(object: &Value, home: &str) -> Option<String> {
-    let Some(spec) = object["spec"].as_object() else {
-        return Some("its `spec` is not a mapping".to_owned());
-    };
-    if let Some(source) = spec
-        .keys()
-        .find(|key| !VOLUME_FIELDS.contains(&key.as_str()) && !PV_SOURCES.contains(&key.as_str()))
-    {
-        return Some(format!(
-            "its volume source is `{source}` (allowed: {}); `hostPath` and `local` give a Pod a node's own files",
-            PV_SOURCES.join(", ")
-        ));
-    }
-    let claim = &object["spec"]["claimRef"];
-    if claim.is_null() {
-        return Some(format!(
-            "without `claimRef`, a claim of any namespace may bind it; bind it ahead to a claim in namespace `{home}`"
-        ));
-    }
-    let namespace = claim["namespace"].as_str().unwrap_or_default();
-    (namespace != home).then(|| {
-        format!("`claimRef` binds it ahead to a claim in namespace `{namespace}`, not the manifest's `{home}`")
-    })
-}
-
 /// The fields a claim may set: what new storage to provision. Anything else
 /// (`volumeName`, `selector`, `dataSource`, `dataSourceRef`) takes an
 /// existing volume or another's data.
@@ -203,6 +144,11 @@ pub(super) fn claim_check(object: &Value, _: &Made) -> Option<String> {
     let name = &spec["volumeName"];
     if !name.is_null() && name != "" {
         return Some("`volumeName` binds an existing volume, with another's data".to_owned());
+    }
+    if !object["metadata"]["annotations"]["volume.beta.kubernetes.io/storage-class"].is_null() {
+        return Some(
+            "the annotation `volume.beta.kubernetes.io/storage-class` overrides `storageClassName` (set the field instead)".to_owned(),
+        );
     }
     if spec["storageClassName"] == "" {
         return Some(

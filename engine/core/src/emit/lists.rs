@@ -174,6 +174,16 @@ pub const NAMED: &[Named] = &[
     },
     Named {
         group: "",
+        kind: "PersistentVolume",
+        reason: "names existing storage (a disk, a share, a node's files) and the credentials to reach it, which a claim of the manifest's namespace then reads",
+    },
+    Named {
+        group: "networking.k8s.io",
+        kind: "IPAddress",
+        reason: "reserves a Service address, which another Service (the cluster's DNS, say) may be meant to have",
+    },
+    Named {
+        group: "",
         kind: "Node",
         reason: "registers a machine the scheduler sends other namespaces' Pods (and their Secrets) to",
     },

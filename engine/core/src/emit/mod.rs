@@ -211,7 +211,7 @@ impl EmitScope {
                     why: "not a kind third-party plugins may emit without a grant".to_owned(),
                 }),
             }
-        } else if !is_namespace && let Some(why) = cluster_object_check(reference, object, home) {
+        } else if !is_namespace && let Some(why) = cluster_object_check(reference, object) {
             needed.push(Needed {
                 grant: named(),
                 why,
@@ -248,11 +248,14 @@ impl EmitScope {
 
     /// Whether a grant covers `wanted`, for an object whose kind is
     /// `built_in` ([`BUILT_IN_GROUPS`]). A wildcard covers no `kube-*`
-    /// namespace and no custom resource's kind: those are granted by name.
+    /// namespace, no custom resource's kind and no object grant
+    /// (`emit:object:*` would let the plugin choose the very objects those
+    /// grants exist to name): those are granted by name.
     fn allows(&self, wanted: &str, built_in: bool) -> bool {
-        let protected = wanted
-            .strip_prefix("emit:namespace:")
-            .is_some_and(|namespace| namespace.starts_with("kube-"))
+        let protected = wanted.starts_with("emit:object:")
+            || wanted
+                .strip_prefix("emit:namespace:")
+                .is_some_and(|namespace| namespace.starts_with("kube-"))
             || (!built_in
                 && (wanted.starts_with("emit:kind:") || wanted.starts_with("emit:cluster:")));
         self.grants

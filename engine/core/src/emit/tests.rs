@@ -212,6 +212,15 @@ fn traffic_redirecting_objects_need_a_grant_naming_them() {
                 "v1",
                 "PersistentVolumeClaim",
                 "c",
+                json!({"metadata": {"annotations": {"volume.beta.kubernetes.io/storage-class": ""}}, "spec": {"storageClassName": "fast"}}),
+            ),
+            "emit:object:PersistentVolumeClaim/c",
+        ),
+        (
+            object(
+                "v1",
+                "PersistentVolumeClaim",
+                "c",
                 json!({"spec": {"dataSourceRef": {"kind": "PersistentVolumeClaim", "name": "x", "namespace": "other"}}}),
             ),
             "emit:object:PersistentVolumeClaim/c",
@@ -619,70 +628,34 @@ fn a_cluster_role_carries_only_labels_no_aggregation_selects() {
 #[test]
 fn cluster_objects_that_reach_other_namespaces_need_a_grant_naming_them() {
     let scope = EmitScope::new(["emit:cluster:*"]);
-    let volume = |claim: Value| {
+    // A PersistentVolume names existing storage: always by name, however
+    // it is bound or sourced, and no wildcard (not `emit:object:*`) names it.
+    let volume = |claim: Value, source: &str| {
         object(
             "v1",
             "PersistentVolume",
             "pv",
-            json!({"spec": {"claimRef": claim, "nfs": {"server": "nas", "path": "/a"}}}),
+            json!({"spec": {"claimRef": claim, source: {"path": "/"}}}),
         )
     };
-    assert!(
-        lacks(
-            &scope,
-            &volume(json!({"namespace": "apps", "name": "data"})),
-            &[],
-            false
-        )
-        .is_empty()
-    );
-    // Unbound (any claim of any namespace may take it), bound ahead
-    // elsewhere, or a node's own files.
+    let wildcards = EmitScope::new(["emit:cluster:*", "emit:kind:*", "emit:object:*"]);
     for claim in [
         Value::Null,
+        json!({"namespace": "apps", "name": "data"}),
         json!({"namespace": "team-b", "name": "data"}),
-        json!({"name": "data"}),
     ] {
-        assert_eq!(
-            lacks(&scope, &volume(claim.clone()), &[], false),
-            ["emit:object:PersistentVolume/pv"],
-            "{claim}"
-        );
+        for source in ["hostPath", "local", "nfs", "csi", "somethingNew"] {
+            for scope in [&scope, &wildcards] {
+                assert_eq!(
+                    lacks(scope, &volume(claim.clone(), source), &[], false),
+                    ["emit:object:PersistentVolume/pv"],
+                    "{claim} {source}"
+                );
+            }
+        }
     }
-    for source in ["hostPath", "local", "flexVolume", "somethingNew"] {
-        let mut node_files = volume(json!({"namespace": "apps", "name": "data"}));
-        node_files["spec"]
-            .as_object_mut()
-            .unwrap()
-            .insert(source.to_owned(), json!({"path": "/"}));
-        assert_eq!(
-            lacks(&scope, &node_files, &[], false),
-            ["emit:object:PersistentVolume/pv"],
-            "{source}"
-        );
-    }
-    let everyone = object(
-        "scheduling.k8s.io/v1",
-        "PriorityClass",
-        "p",
-        json!({"value": 1000, "globalDefault": true}),
-    );
-    assert_eq!(
-        lacks(&scope, &everyone, &[], false),
-        ["emit:object:PriorityClass/p"]
-    );
-    let own = object(
-        "scheduling.k8s.io/v1",
-        "PriorityClass",
-        "p",
-        json!({"value": 1000}),
-    );
-    assert!(lacks(&scope, &own, &[], false).is_empty());
-    let address = object("networking.k8s.io/v1", "IPAddress", "10.96.0.10", json!({}));
-    assert_eq!(
-        lacks(&scope, &address, &[], false),
-        ["emit:object:IPAddress/10.96.0.10"]
-    );
+    let named = EmitScope::new(["emit:cluster:*", "emit:object:PersistentVolume/pv"]);
+    assert!(lacks(&named, &volume(Value::Null, "hostPath"), &[], false).is_empty());
     let default = |api: &str, kind: &str, key: &str| {
         object(
             api,
@@ -721,11 +694,13 @@ fn cluster_objects_that_reach_other_namespaces_need_a_grant_naming_them() {
         ("certificates.k8s.io/v1beta1", "ClusterTrustBundle"),
     ] {
         let made = object(api, kind, "n", json!({}));
-        assert_eq!(
-            lacks(&scope, &made, &[], false),
-            [format!("emit:object:{kind}/n")],
-            "{kind}"
-        );
+        for scope in [&scope, &wildcards] {
+            assert_eq!(
+                lacks(scope, &made, &[], false),
+                [format!("emit:object:{kind}/n")],
+                "{kind}"
+            );
+        }
     }
 }
 

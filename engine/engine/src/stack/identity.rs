@@ -104,6 +104,11 @@ pub fn repository_identity(file: &Path) -> String {
 /// repositories. `None` for a URL (`scheme://…`) or an scp-like address
 /// (`host:path`, a `:` before any `/`).
 fn local_origin(url: &str, top: &Path) -> Option<String> {
+    // `file://` and `file:` name a path too, relative ones included.
+    let url = url
+        .strip_prefix("file://")
+        .or_else(|| url.strip_prefix("file:"))
+        .unwrap_or(url);
     let before_slash = url.split('/').next().unwrap_or(url);
     if url.contains("://") || before_slash.contains(':') {
         return None;
@@ -355,6 +360,13 @@ mod tests {
             local_origin("./up/../zeta.git", Path::new("/srv/repo")).as_deref(),
             Some("/srv/repo/zeta.git")
         );
+        for url in ["file://../zeta.git", "file:../zeta.git"] {
+            assert_eq!(
+                local_origin(url, Path::new("/srv/repo")).as_deref(),
+                Some("/srv/zeta.git"),
+                "{url}"
+            );
+        }
     }
 
     #[test]

@@ -76,6 +76,14 @@ impl Stack {
             let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
             let ownership = Ownership::new(Claims::default(), &rest, &staying, true)
                 .with_other_stacks(&states.others);
+            for entry in doomed.values().flat_map(|stored| &stored.state.objects) {
+                let object = entry.object();
+                if let Some(other) = ownership.holds_others(&object.key()) {
+                    self.notice(&format!(
+                        "kept {object}: manifest `{other}` has objects it would take with it; destroy that stack first to delete it"
+                    ));
+                }
+            }
             let settings = teardown_settings(deletion_timeout);
             let run = Run {
                 cluster: &connection.cluster,
