@@ -844,6 +844,8 @@ spec:
         ("persistentvolumeclaim", "grab-by-selector"),
         ("persistentvolumeclaim", "grab-static"),
         ("persistentvolumeclaim", "grab-by-annotation"),
+        ("storageclass", "nfs-existing"),
+        ("csidriver", "hostpath.csi.k8s.io"),
         ("priorityclass", "everyone-high"),
         ("ipaddress", "10.96.0.77"),
     ] {
@@ -1012,6 +1014,26 @@ spec:
                 "{verb}"
             );
         }
+    }
+    // A claim that names a class nothing provisions binds only a volume
+    // someone left with that class (`manual`, the usual way to offer one).
+    let dir = aggregated(
+        "[]",
+        "          - {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: grab-manual}, spec: {storageClassName: manual, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}\n",
+    );
+    for verb in ["plan", "apply"] {
+        let out = common::output(common::tazuna_on(&cluster, dir.path()).arg(verb));
+        let said = common::text(&out);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+        assert!(
+            said.contains("rendered PersistentVolumeClaim grab-manual, whose claim names StorageClass `manual`, which nothing on the cluster or in this run provisions")
+                && said.contains("`emit:object:PersistentVolumeClaim/grab-manual`"),
+            "{verb}: {said}"
+        );
+        assert!(
+            !common::exists(&cluster, &["-n", "default", "pvc", "grab-manual"]),
+            "{verb}"
+        );
     }
     let dir = aggregated(
         r#"["emit:cluster:*", "emit:kind:*", "emit:object:ClusterRole/sneaky"]"#,
@@ -1192,6 +1214,16 @@ const IDENTITY_AND_TRAFFIC: &[(&str, &str, Option<&str>)] = &[
         "{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: grab-by-annotation, annotations: {volume.beta.kubernetes.io/storage-class: \"\"}}, spec: {storageClassName: fast, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}",
         "PersistentVolumeClaim default/grab-by-annotation",
         Some("emit:object:PersistentVolumeClaim/grab-by-annotation"),
+    ),
+    (
+        "{apiVersion: storage.k8s.io/v1, kind: StorageClass, metadata: {name: nfs-existing}, provisioner: nfs.csi.k8s.io, parameters: {server: 10.0.0.5, share: /exports/team-a, csi.storage.k8s.io/node-publish-secret-name: creds, csi.storage.k8s.io/node-publish-secret-namespace: victims}}",
+        "StorageClass nfs-existing",
+        Some("emit:object:StorageClass/nfs-existing"),
+    ),
+    (
+        "{apiVersion: storage.k8s.io/v1, kind: CSIDriver, metadata: {name: hostpath.csi.k8s.io}, spec: {tokenRequests: [{audience: \"\"}], volumeLifecycleModes: [Ephemeral, Persistent]}}",
+        "CSIDriver hostpath.csi.k8s.io",
+        Some("emit:object:CSIDriver/hostpath.csi.k8s.io"),
     ),
     (
         "{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: everyone-high}, value: 1000000, globalDefault: true}",

@@ -10,8 +10,8 @@
 //! - [`ownership`], [`prune`] and [`destroy`]: which records a stack may
 //!   prune, whether an object is deleted (the prune verdict), and taking
 //!   them down in order;
-//! - [`takeover`] and [`aggregation`]: what a run may take over or add to
-//!   on the cluster, asked before any write;
+//! - [`takeover`], [`aggregation`] and [`storage`]: what a run may take over
+//!   or add to on the cluster, asked before any write;
 //! - [`warnings`]: API server warnings, collected per run.
 //!
 //! Rendered objects arrive as [`tazuna_core::render::Rendered`]; this crate does
@@ -34,6 +34,7 @@ pub mod plan;
 pub mod prune;
 pub mod state;
 pub mod status;
+pub mod storage;
 pub mod takeover;
 pub mod wait;
 pub mod warnings;

@@ -212,6 +212,22 @@ pub enum OwnershipError {
         /// The aggregated ClusterRole that selects it.
         aggregate: String,
     },
+    /// A third-party plugin's claim names a class nothing provisions.
+    #[error(
+        "manifest `{manifest}`: plugin `{plugin}` rendered {kind} {name}, whose claim names StorageClass `{class}`, which nothing on the cluster or in this run provisions, so only a volume someone left with that class can bind it; it may not create it without `emit:object:{kind}/{name}`; nothing was changed"
+    )]
+    UnprovisionedClass {
+        /// The manifest.
+        manifest: String,
+        /// The plugin that rendered it.
+        plugin: String,
+        /// The object's kind.
+        kind: String,
+        /// The object's name.
+        name: String,
+        /// The class its claim names.
+        class: String,
+    },
     /// A rendered object is one another stack applied.
     #[error(
         "manifest `{manifest}` renders {object}, which stack `{stack}` applied (its manifest `{theirs}`); nothing was changed"
@@ -284,6 +300,11 @@ impl Hint for OwnershipError {
             Self::Reserved { .. } => {
                 "give the object (or the manifest's `namespace:`) another namespace".into()
             }
+            Self::UnprovisionedClass {
+                plugin, kind, name, ..
+            } => format!(
+                "if you trust plugin `{plugin}` to bind volumes left on the cluster, add `emit:object:{kind}/{name}` to its `grants` in `spec.plugins` (the plugin must request them too); otherwise name a StorageClass that provisions; see docs/security.md"
+            ),
             Self::Aggregated { plugin, role, .. } => format!(
                 "if you trust plugin `{plugin}` to add rules to that role, add `emit:object:ClusterRole/{role}` to its `grants` in `spec.plugins` (the plugin must request them too); otherwise leave the labels the aggregation selects out of the render; see docs/security.md"
             ),

@@ -16,9 +16,22 @@ pub(super) const ROLE_LABELS: &[&str] = &["app.kubernetes.io/", "helm.sh/chart"]
 /// aggregation may select (only [`ROLE_LABELS`] are allowed), RBAC objects
 /// named `system:*` (the API server's own), and the default
 /// IngressClass or StorageClass (every Ingress or claim that names none
-/// would use it), and the global default PriorityClass.
-pub(super) fn cluster_object_check(reference: &ObjectRef, object: &Value) -> Option<String> {
+/// would use it), the global default PriorityClass, and a StorageClass or
+/// VolumeAttributesClass that hands its driver a Secret of a namespace other
+/// than the manifest's `home` ([`secret_parameter_elsewhere`]).
+pub(super) fn cluster_object_check(
+    reference: &ObjectRef,
+    object: &Value,
+    home: &str,
+) -> Option<String> {
     let annotated_default = |key: &str| object["metadata"]["annotations"][key] == "true";
+    if matches!(
+        (reference.group.as_str(), reference.kind.as_str()),
+        ("storage.k8s.io", "StorageClass" | "VolumeAttributesClass")
+    ) && let Some(why) = secret_parameter_elsewhere(object, home)
+    {
+        return Some(why);
+    }
     match (reference.group.as_str(), reference.kind.as_str()) {
         ("scheduling.k8s.io", "PriorityClass") if object["globalDefault"] == true => {
             return Some(
@@ -126,6 +139,24 @@ pub(super) fn service_check(object: &Value, _: &Made) -> Option<String> {
         .is_some_and(|ips| !ips.is_empty())
         || (!spec["externalIPs"].is_null() && !spec["externalIPs"].is_array());
     external.then(|| "`externalIPs` take traffic meant for other addresses".to_owned())
+}
+
+/// A storage class's parameter that names the namespace of a Secret its
+/// driver reads (`csi.storage.k8s.io/node-publish-secret-namespace`, an
+/// in-tree `secretNamespace`): allowed only as the manifest's namespace
+/// `home` or `${pvc.namespace}` (the claimant's own).
+fn secret_parameter_elsewhere(object: &Value, home: &str) -> Option<String> {
+    let parameters = object["parameters"].as_object()?;
+    parameters.iter().find_map(|(key, value)| {
+        let plain: String = key.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        let names_namespace = plain.to_ascii_lowercase().contains("secretnamespace");
+        let value = value.as_str().unwrap_or_default();
+        (names_namespace && value != home && value != "${pvc.namespace}").then(|| {
+            format!(
+                "parameter `{key}` hands the driver a Secret of namespace `{value}`, not the manifest's `{home}`"
+            )
+        })
+    })
 }
 
 /// The fields a claim may set: what new storage to provision. Anything else

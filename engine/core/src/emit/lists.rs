@@ -178,6 +178,11 @@ pub const NAMED: &[Named] = &[
         reason: "names existing storage (a disk, a share, a node's files) and the credentials to reach it, which a claim of the manifest's namespace then reads",
     },
     Named {
+        group: "storage.k8s.io",
+        kind: "CSIDriver",
+        reason: "tells the kubelet how to run a storage driver for every node, and which Pods' tokens to hand it",
+    },
+    Named {
         group: "networking.k8s.io",
         kind: "IPAddress",
         reason: "reserves a Service address, which another Service (the cluster's DNS, say) may be meant to have",

@@ -211,7 +211,7 @@ impl EmitScope {
                     why: "not a kind third-party plugins may emit without a grant".to_owned(),
                 }),
             }
-        } else if !is_namespace && let Some(why) = cluster_object_check(reference, object) {
+        } else if !is_namespace && let Some(why) = cluster_object_check(reference, object, home) {
             needed.push(Needed {
                 grant: named(),
                 why,

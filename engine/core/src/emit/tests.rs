@@ -654,6 +654,50 @@ fn cluster_objects_that_reach_other_namespaces_need_a_grant_naming_them() {
             }
         }
     }
+    // A storage class hands its driver Secrets of the manifest's namespace
+    // or the claimant's, no other; a CSIDriver is named.
+    for (kind, key, value, refused) in [
+        (
+            "StorageClass",
+            "csi.storage.k8s.io/node-publish-secret-namespace",
+            "victims",
+            true,
+        ),
+        (
+            "StorageClass",
+            "csi.storage.k8s.io/provisioner-secret-namespace",
+            "apps",
+            false,
+        ),
+        (
+            "StorageClass",
+            "csi.storage.k8s.io/provisioner-secret-namespace",
+            "${pvc.namespace}",
+            false,
+        ),
+        ("StorageClass", "secretNamespace", "kube-system", true),
+        (
+            "VolumeAttributesClass",
+            "Secret-Namespace",
+            "kube-system",
+            true,
+        ),
+        ("StorageClass", "server", "10.0.0.5", false),
+    ] {
+        let class = object(
+            "storage.k8s.io/v1",
+            kind,
+            "c",
+            json!({"parameters": {key: value}}),
+        );
+        let lacks = lacks(&scope, &class, &[], false);
+        assert_eq!(!lacks.is_empty(), refused, "{kind} {key}: {value}");
+    }
+    let driver = object("storage.k8s.io/v1", "CSIDriver", "d", json!({}));
+    assert_eq!(
+        lacks(&wildcards, &driver, &[], false),
+        ["emit:object:CSIDriver/d"]
+    );
     let named = EmitScope::new(["emit:cluster:*", "emit:object:PersistentVolume/pv"]);
     assert!(lacks(&named, &volume(Value::Null, "hostPath"), &[], false).is_empty());
     let default = |api: &str, kind: &str, key: &str| {

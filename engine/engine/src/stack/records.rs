@@ -80,7 +80,8 @@ impl Stack {
     /// manifest's `adopt:` names them (the takeover verdict,
     /// [`tazuna_kube::takeover::takeover`]); a third-party plugin's
     /// ClusterRole that an aggregated ClusterRole selects needs its name
-    /// granted ([`tazuna_kube::aggregation`]).
+    /// granted ([`tazuna_kube::aggregation`]), and so does its claim of a
+    /// StorageClass nothing provisions ([`tazuna_kube::storage`]).
     pub(super) async fn check_takeovers(
         &self,
         cluster: &Cluster,
@@ -89,8 +90,10 @@ impl Stack {
     ) -> Result<(), RunError> {
         let takeovers = tazuna_kube::takeover::check(cluster, states, run).await;
         let aggregated = tazuna_kube::aggregation::check(cluster, run).await;
+        let classes = tazuna_kube::storage::check(cluster, run).await;
         let mut refused = takeovers.err().unwrap_or_default();
         refused.extend(aggregated.err().unwrap_or_default());
+        refused.extend(classes.err().unwrap_or_default());
         if refused.is_empty() {
             Ok(())
         } else {
