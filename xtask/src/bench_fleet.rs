@@ -17,7 +17,7 @@ use clap::Args;
 use tazuna_controlplane::Cluster;
 
 use crate::bench::{children_cpu, control_plane_cpu, fresh};
-use crate::test::run;
+use crate::shell::run;
 
 /// Measure a wave of three clusters against the same three one after another
 /// and against the slowest alone.
@@ -43,7 +43,7 @@ struct Round {
 impl BenchFleet {
     /// Run it and print a Markdown report.
     pub fn run(self) -> anyhow::Result<()> {
-        let root = crate::test::root();
+        let root = crate::shell::root();
         let tazuna = crate::plugins::release_cli(&root)?;
         let work = crate::bench::tempfile_dir()?.join("fleet");
         crate::bench::write_sources(&root, &work, self.configmaps)?;

@@ -132,7 +132,7 @@ fn dense(dir: &Path, count: usize, window: usize) -> anyhow::Result<()> {
 impl BenchInputs {
     /// Run every case and print the table.
     pub fn run(self) -> anyhow::Result<()> {
-        let root = crate::test::root();
+        let root = crate::shell::root();
         let tazuna = crate::plugins::release_cli(&root)?;
         let work = std::env::temp_dir().join(format!("tazuna-bench-inputs-{}", std::process::id()));
         let mut table = String::from(

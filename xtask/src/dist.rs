@@ -28,21 +28,21 @@ pub struct Dist {
 
 impl Dist {
     pub fn run(self) -> anyhow::Result<()> {
-        let root = crate::test::root();
+        let root = crate::shell::root();
         let version = workspace_version(&root)?;
         let targets = if self.targets.is_empty() {
-            vec![crate::test::host_target()?]
+            vec![crate::shell::host_target()?]
         } else {
             self.targets
         };
         let out = root.join(&self.out);
         fs::create_dir_all(&out).with_context(|| format!("cannot create `{}`", out.display()))?;
         let epoch = last_commit_time(&root)?;
-        let host = crate::test::host_target()?;
+        let host = crate::shell::host_target()?;
         let mut sums = String::new();
         for target in &targets {
             // The host's build is the one `cargo build --release` makes too.
-            let mut build = crate::test::cargo(&root);
+            let mut build = crate::shell::cargo(&root);
             build.args([
                 "build",
                 "--release",
@@ -58,7 +58,7 @@ impl Dist {
                 build.args(["--target", target]);
                 root.join("target").join(target).join("release")
             };
-            crate::test::run(&mut build)?;
+            crate::shell::run(&mut build)?;
             let exe = if target.contains("windows") {
                 "tazuna.exe"
             } else {
@@ -74,7 +74,7 @@ impl Dist {
             fs::copy(root.join("README.md"), staging.join("README.md"))?;
             copy_dir(&root.join("docs"), &staging.join("docs"))?;
             let archive = format!("{name}.tar.gz");
-            crate::test::run(
+            crate::shell::run(
                 Command::new("tar")
                     .current_dir(&out)
                     .args(["--sort=name", "--owner=0", "--group=0", "--numeric-owner"])
@@ -142,7 +142,7 @@ mod tests {
 
     #[test]
     fn the_version_is_the_workspace_packages() {
-        let version = workspace_version(&crate::test::root()).unwrap();
+        let version = workspace_version(&crate::shell::root()).unwrap();
         assert!(semver_like(&version), "{version}");
     }
 

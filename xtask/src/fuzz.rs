@@ -16,7 +16,7 @@ use std::process::Command;
 use anyhow::Context;
 use clap::Args;
 
-use crate::test::{root, run};
+use crate::shell::{root, run};
 
 /// The cargo-fuzz release used.
 const CARGO_FUZZ_VERSION: &str = "0.13.1";

@@ -8,6 +8,7 @@ mod dist;
 mod fuzz;
 mod plugins;
 mod quickstart;
+mod shell;
 mod test;
 
 use clap::{Parser, Subcommand};

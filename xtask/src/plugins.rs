@@ -441,7 +441,7 @@ fn install(path: &Path, bytes: &[u8]) -> anyhow::Result<&'static str> {
 /// Build the release `tazuna`, with the committed built-ins embedded; returns
 /// the binary's path.
 pub fn release_cli(root: &Path) -> anyhow::Result<PathBuf> {
-    crate::test::run(crate::test::cargo(root).args([
+    crate::shell::run(crate::shell::cargo(root).args([
         "build",
         "--release",
         "--locked",

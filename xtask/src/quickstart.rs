@@ -8,7 +8,7 @@ use std::process::Command;
 
 use clap::Args;
 
-use crate::test::run;
+use crate::shell::run;
 
 /// Build the CLI (the built-in plugins are committed), start the local control plane `quickstart`
 /// (etcd, kube-apiserver, controllers, kwok), and run `tazuna check`,
@@ -28,7 +28,7 @@ const CLUSTER: &str = "quickstart";
 impl Quickstart {
     /// Run it.
     pub fn run(self) -> anyhow::Result<()> {
-        let root = crate::test::root();
+        let root = crate::shell::root();
         let install = root.join("tests/controlplane/install.sh");
         if !self.no_install {
             eprintln!("==> tests/controlplane/install.sh  (cached after the first run)");

@@ -13,8 +13,6 @@ use cel::objects::{Key, Map};
 use cel::{Context, Program};
 use serde_json::Value;
 
-use crate::config::Test;
-
 /// Why a condition could not be compiled or evaluated.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
@@ -162,15 +160,6 @@ pub struct Streak {
 }
 
 impl Streak {
-    /// A fresh streak for `test`'s `minConsecutiveSuccessCount` and
-    /// `minConsecutiveFailureCount`.
-    pub fn new(test: &Test) -> Streak {
-        Streak::with_counts(
-            test.min_consecutive_success_count,
-            test.min_consecutive_failure_count,
-        )
-    }
-
     /// A fresh streak that passes after `successes` consecutive successes (at
     /// least one) and fails after `failures` consecutive failures, if given.
     pub fn with_counts(successes: u32, failures: Option<u32>) -> Streak {
@@ -204,13 +193,10 @@ impl Streak {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-    use std::time::Duration;
 
     use serde_json::json;
 
     use super::*;
-    use crate::config::{Check, ExistNonExist, Location, ResourceType};
 
     fn deployment(available: &str) -> Value {
         json!({
@@ -333,36 +319,13 @@ mod tests {
         shareable::<Condition>();
     }
 
-    fn test(successes: u32, failures: Option<u32>) -> Test {
-        Test {
-            check: Check::ExistNonExist(ExistNonExist {
-                resource: ResourceType {
-                    api_version: "v1".into(),
-                    kind: "Namespace".into(),
-                },
-                namespace: None,
-                name: "x".into(),
-                should_exist: true,
-            }),
-            min_consecutive_success_count: successes,
-            min_consecutive_failure_count: failures,
-            timeout: None,
-            interval: Duration::from_secs(1),
-            origin: Location {
-                file: PathBuf::from("tazuna.yaml"),
-                line: 1,
-                column: 1,
-            },
-        }
-    }
-
     fn verdicts(streak: &mut Streak, outcomes: &[bool]) -> Vec<Verdict> {
         outcomes.iter().map(|&ok| streak.record(ok)).collect()
     }
 
     #[test]
     fn one_success_passes_by_default() {
-        let mut streak = Streak::new(&test(1, None));
+        let mut streak = Streak::with_counts(1, None);
         assert_eq!(
             verdicts(&mut streak, &[false, false, true]),
             [Verdict::Pending, Verdict::Pending, Verdict::Passed]
@@ -371,7 +334,7 @@ mod tests {
 
     #[test]
     fn successes_must_be_consecutive() {
-        let mut streak = Streak::new(&test(3, None));
+        let mut streak = Streak::with_counts(3, None);
         use Verdict::{Passed, Pending};
         assert_eq!(
             verdicts(&mut streak, &[true, true, false, true, true, true]),
@@ -382,10 +345,10 @@ mod tests {
     #[test]
     fn failures_fail_only_when_counted_and_consecutive() {
         use Verdict::{Failed, Pending};
-        let mut unlimited = Streak::new(&test(1, None));
+        let mut unlimited = Streak::with_counts(1, None);
         assert_eq!(verdicts(&mut unlimited, &[false; 50]), [Pending; 50]);
 
-        let mut streak = Streak::new(&test(2, Some(2)));
+        let mut streak = Streak::with_counts(2, Some(2));
         assert_eq!(
             verdicts(&mut streak, &[false, true, false, false]),
             [Pending, Pending, Pending, Failed]

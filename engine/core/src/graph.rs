@@ -14,8 +14,6 @@
 
 use std::collections::HashMap;
 
-use crate::config::Manifest;
-
 /// What ordering needs to know of a manifest (or of a manifest's state
 /// record, for teardown).
 pub trait Node {
@@ -26,20 +24,6 @@ pub trait Node {
     /// The `type: parallel` entry it is a child of, if any.
     fn parallel(&self) -> Option<&str> {
         None
-    }
-}
-
-impl Node for Manifest {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn depends_on(&self) -> &[String] {
-        &self.depends_on
-    }
-
-    fn parallel(&self) -> Option<&str> {
-        self.parallel.as_deref()
     }
 }
 
@@ -227,6 +211,7 @@ pub fn find_cycle<N: Node>(nodes: &[N]) -> Option<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
+    use crate::config::Manifest;
     use std::path::PathBuf;
 
     use super::*;

@@ -14,6 +14,21 @@
 /// wait). Only the trace exporter listens to it; stderr logs leave it out.
 pub const TRACE: &str = "tazuna_trace";
 
+/// Run `work` inside `span`, then mark the span with how it ended
+/// ([`trace_status`] of what `status` says, which may record more fields on
+/// the span first), and give the outcome back: the one way a step of a run
+/// is traced.
+pub async fn traced<T>(
+    span: tracing::Span,
+    work: impl std::future::Future<Output = T>,
+    status: impl FnOnce(&tracing::Span, &T) -> Result<(), String>,
+) -> T {
+    use tracing::Instrument as _;
+    let outcome = work.instrument(span.clone()).await;
+    trace_status(&span, status(&span, &outcome));
+    outcome
+}
+
 /// Mark a [`TRACE`] span `ok`, or `error` with why (its
 /// `otel.status_code` and `otel.status_description` fields).
 pub fn trace_status(span: &tracing::Span, status: Result<(), String>) {

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kube::Client;
 use serde_json::Value;
-use tazuna_core::check::{Condition, Streak, Verdict};
+use tazuna_core::check::{Condition, Verdict};
 use tazuna_core::config::{Check, ResourceType, Test};
 use tazuna_core::inventory::ObjectRef;
 
@@ -75,7 +75,7 @@ pub async fn run(client: &Client, cluster: &Cluster, test: &Test) -> Result<(), 
         ),
     };
     let started = tokio::time::Instant::now();
-    let mut streak = Streak::new(test);
+    let mut streak = test.streak();
     let mut last_reason;
     loop {
         let observed = match cluster.resolve(&target) {

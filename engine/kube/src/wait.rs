@@ -103,7 +103,6 @@ pub async fn until_ready(
     load_balancers: LoadBalancers,
     on_ready: &(dyn Fn(&ObjectRef) + Sync),
 ) -> Result<(), WaitError> {
-    use tracing::Instrument as _;
     let span = tracing::info_span!(
         target: tazuna_core::TRACE,
         "wait",
@@ -112,165 +111,157 @@ pub async fn until_ready(
         otel.status_code = tracing::field::Empty,
         otel.status_description = tracing::field::Empty,
     );
-    let result = until_ready_untraced(client, objects, timeout, load_balancers, on_ready)
-        .instrument(span.clone())
-        .await;
-    tazuna_core::trace_status(&span, result.as_ref().map_err(ToString::to_string).copied());
-    result
-}
-
-async fn until_ready_untraced(
-    client: &Client,
-    objects: Vec<Watched>,
-    timeout: Duration,
-    load_balancers: LoadBalancers,
-    on_ready: &(dyn Fn(&ObjectRef) + Sync),
-) -> Result<(), WaitError> {
-    let mut groups: BTreeMap<GroupKey, (Resolved, Members)> = BTreeMap::new();
-    for watched in objects {
-        let verdict = match &watched.last {
-            Some(last) => readiness::assess(last, load_balancers),
-            None => Readiness::InProgress("not seen yet".into()),
-        };
-        match verdict {
-            Readiness::Ready => on_ready(&watched.object),
-            Readiness::Failed(reason) => {
-                return Err(WaitError::Failed {
-                    object: watched.object,
-                    reason,
-                });
-            }
-            Readiness::InProgress(reason) => {
-                let entry = groups
-                    .entry(group_key(&watched))
-                    .or_insert_with(|| (watched.resolved.clone(), HashMap::new()));
-                let removable = watched
-                    .last
-                    .as_ref()
-                    .is_some_and(readiness::removed_when_done);
-                entry.1.insert(
-                    watched.object.name.clone(),
-                    (watched.object, reason, removable),
-                );
-            }
-        }
-    }
-    if groups.is_empty() {
-        return Ok(());
-    }
-
-    let mut streams = Vec::new();
-    let mut pending: HashMap<(GroupKey, String), (ObjectRef, String)> = HashMap::new();
-    // Objects that go away once done (Jobs with a TTL): gone before the
-    // watch first lists them, or deleted as finished, they are ready.
-    let mut removable: HashSet<(GroupKey, String)> = HashSet::new();
-    let mut seen: HashSet<(GroupKey, String)> = HashSet::new();
-    for (key, (resolved, members)) in groups {
-        let api = api_for(client, &resolved, key.2.as_deref());
-        let mut config = watcher::Config::default();
-        if members.len() == 1 {
-            let name = members.keys().next().expect("one member");
-            config = config.fields(&format!("metadata.name={name}"));
-        }
-        let group = key.clone();
-        streams.push(
-            watcher(api, config)
-                .map(move |event| (group.clone(), event))
-                .boxed(),
-        );
-        for (name, member) in members {
-            if member.2 {
-                removable.insert((key.clone(), name.clone()));
-            }
-            pending.insert((key.clone(), name), (member.0, member.1));
-        }
-    }
-    let mut events = futures::stream::select_all(streams);
-    let deadline = tokio::time::Instant::now() + timeout;
-    while !pending.is_empty() {
-        let next = match tokio::time::timeout_at(deadline, events.next()).await {
-            Ok(Some(next)) => next,
-            Ok(None) => break,
-            Err(_) => {
-                let mut left: Vec<(ObjectRef, String)> = pending.into_values().collect();
-                left.sort();
-                return Err(WaitError::Timeout {
-                    pending: left,
-                    timeout,
-                });
-            }
-        };
-        let (group, event) = next;
-        let object = match event {
-            Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => object,
-            Ok(watcher::Event::Delete(object)) => {
-                let name = object.metadata.name.clone().unwrap_or_default();
-                let key = (group, name);
-                let finished = removable.contains(&key)
-                    && pending.get(&key).is_some_and(|(reference, _)| {
-                        let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
-                        crate::objects::fill_type(&mut value, reference);
-                        readiness::assess(&value, load_balancers).is_ready()
+    let work = async {
+        let mut groups: BTreeMap<GroupKey, (Resolved, Members)> = BTreeMap::new();
+        for watched in objects {
+            let verdict = match &watched.last {
+                Some(last) => readiness::assess(last, load_balancers),
+                None => Readiness::InProgress("not seen yet".into()),
+            };
+            match verdict {
+                Readiness::Ready => on_ready(&watched.object),
+                Readiness::Failed(reason) => {
+                    return Err(WaitError::Failed {
+                        object: watched.object,
+                        reason,
                     });
-                if finished && let Some((reference, _)) = pending.remove(&key) {
-                    on_ready(&reference);
-                } else if let Some(entry) = pending.get_mut(&key) {
-                    entry.1 = "it was deleted".into();
                 }
-                continue;
+                Readiness::InProgress(reason) => {
+                    let entry = groups
+                        .entry(group_key(&watched))
+                        .or_insert_with(|| (watched.resolved.clone(), HashMap::new()));
+                    let removable = watched
+                        .last
+                        .as_ref()
+                        .is_some_and(readiness::removed_when_done);
+                    entry.1.insert(
+                        watched.object.name.clone(),
+                        (watched.object, reason, removable),
+                    );
+                }
             }
-            Ok(watcher::Event::InitDone) => {
-                let gone: Vec<(GroupKey, String)> = pending
-                    .keys()
-                    .filter(|key| {
-                        key.0 == group && removable.contains(*key) && !seen.contains(*key)
-                    })
-                    .cloned()
-                    .collect();
-                for key in gone {
-                    if let Some((reference, _)) = pending.remove(&key) {
+        }
+        if groups.is_empty() {
+            return Ok(());
+        }
+
+        let mut streams = Vec::new();
+        let mut pending: HashMap<(GroupKey, String), (ObjectRef, String)> = HashMap::new();
+        // Objects that go away once done (Jobs with a TTL): gone before the
+        // watch first lists them, or deleted as finished, they are ready.
+        let mut removable: HashSet<(GroupKey, String)> = HashSet::new();
+        let mut seen: HashSet<(GroupKey, String)> = HashSet::new();
+        for (key, (resolved, members)) in groups {
+            let api = api_for(client, &resolved, key.2.as_deref());
+            let mut config = watcher::Config::default();
+            if members.len() == 1 {
+                let name = members.keys().next().expect("one member");
+                config = config.fields(&format!("metadata.name={name}"));
+            }
+            let group = key.clone();
+            streams.push(
+                watcher(api, config)
+                    .map(move |event| (group.clone(), event))
+                    .boxed(),
+            );
+            for (name, member) in members {
+                if member.2 {
+                    removable.insert((key.clone(), name.clone()));
+                }
+                pending.insert((key.clone(), name), (member.0, member.1));
+            }
+        }
+        let mut events = futures::stream::select_all(streams);
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !pending.is_empty() {
+            let next = match tokio::time::timeout_at(deadline, events.next()).await {
+                Ok(Some(next)) => next,
+                Ok(None) => break,
+                Err(_) => {
+                    let mut left: Vec<(ObjectRef, String)> = pending.into_values().collect();
+                    left.sort();
+                    return Err(WaitError::Timeout {
+                        pending: left,
+                        timeout,
+                    });
+                }
+            };
+            let (group, event) = next;
+            let object = match event {
+                Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => object,
+                Ok(watcher::Event::Delete(object)) => {
+                    let name = object.metadata.name.clone().unwrap_or_default();
+                    let key = (group, name);
+                    let finished = removable.contains(&key)
+                        && pending.get(&key).is_some_and(|(reference, _)| {
+                            let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
+                            crate::objects::fill_type(&mut value, reference);
+                            readiness::assess(&value, load_balancers).is_ready()
+                        });
+                    if finished && let Some((reference, _)) = pending.remove(&key) {
                         on_ready(&reference);
+                    } else if let Some(entry) = pending.get_mut(&key) {
+                        entry.1 = "it was deleted".into();
+                    }
+                    continue;
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let gone: Vec<(GroupKey, String)> = pending
+                        .keys()
+                        .filter(|key| {
+                            key.0 == group && removable.contains(*key) && !seen.contains(*key)
+                        })
+                        .cloned()
+                        .collect();
+                    for key in gone {
+                        if let Some((reference, _)) = pending.remove(&key) {
+                            on_ready(&reference);
+                        }
+                    }
+                    continue;
+                }
+                Ok(_) => continue,
+                Err(source) => {
+                    // The watcher re-lists on its own after most errors; only
+                    // report what keeps failing once time is up.
+                    tracing::debug!("watch error: {source}");
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            };
+            let name = object.metadata.name.clone().unwrap_or_default();
+            let key = (group, name);
+            seen.insert(key.clone());
+            let Some((reference, _)) = pending.get(&key) else {
+                continue;
+            };
+            let reference = reference.clone();
+            let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
+            crate::objects::fill_type(&mut value, &reference);
+            match readiness::assess(&value, load_balancers) {
+                Readiness::Ready => {
+                    pending.remove(&key);
+                    on_ready(&reference);
+                }
+                Readiness::Failed(reason) => {
+                    return Err(WaitError::Failed {
+                        object: reference,
+                        reason,
+                    });
+                }
+                Readiness::InProgress(reason) => {
+                    if let Some(entry) = pending.get_mut(&key) {
+                        entry.1 = reason;
                     }
                 }
-                continue;
-            }
-            Ok(_) => continue,
-            Err(source) => {
-                // The watcher re-lists on its own after most errors; only
-                // report what keeps failing once time is up.
-                tracing::debug!("watch error: {source}");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-        };
-        let name = object.metadata.name.clone().unwrap_or_default();
-        let key = (group, name);
-        seen.insert(key.clone());
-        let Some((reference, _)) = pending.get(&key) else {
-            continue;
-        };
-        let reference = reference.clone();
-        let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
-        crate::objects::fill_type(&mut value, &reference);
-        match readiness::assess(&value, load_balancers) {
-            Readiness::Ready => {
-                pending.remove(&key);
-                on_ready(&reference);
-            }
-            Readiness::Failed(reason) => {
-                return Err(WaitError::Failed {
-                    object: reference,
-                    reason,
-                });
-            }
-            Readiness::InProgress(reason) => {
-                if let Some(entry) = pending.get_mut(&key) {
-                    entry.1 = reason;
-                }
             }
         }
-    }
-    Ok(())
+        Ok(())
+    };
+    tazuna_core::traced(span, work, |_, result| {
+        result.as_ref().map_err(ToString::to_string).copied()
+    })
+    .await
 }
 
 /// Wait until each of `objects` (deleted, possibly with finalizers pending)

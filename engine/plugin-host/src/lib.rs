@@ -18,5 +18,6 @@ mod config_strings;
 pub mod distribution;
 pub mod host;
 pub mod plugins;
+mod references;
 pub mod render;
 pub mod secrets;

@@ -468,8 +468,7 @@ fn outside_secret_values(value: &Value) -> Value {
 /// The most objects one render may return.
 pub const MAX_OBJECTS: usize = 100_000;
 
-/// The most bytes of documents one render may return.
-pub const MAX_OUTPUT_BYTES: usize = 128 * 1024 * 1024;
+pub use crate::host::MAX_OUTPUT_BYTES;
 
 /// Refuse an output over [`MAX_OBJECTS`] or [`MAX_OUTPUT_BYTES`] before any
 /// of it is parsed.

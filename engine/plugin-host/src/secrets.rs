@@ -30,10 +30,8 @@ use tazuna_core::render::ReferenceRefused;
 
 use crate::host::{HostSettings, PluginHost, ToolSecret, ToolSecrets};
 use crate::plugins::PluginSet;
+pub use crate::references::{PREFIX, parse};
 use crate::render::{RenderError, Rendered, describe};
-
-/// What a reference value starts with.
-pub const PREFIX: &str = "ref+";
 
 /// The provider Go Tazuna used when a GenesisSecret named none: 1Password.
 pub const DEFAULT_PROVIDER: &str = "default-op";
@@ -44,16 +42,6 @@ const DEFAULT_PROVIDER_TYPE: &str = "onepassword";
 /// The built-in provider whose references name environment variables of the
 /// Tazuna process: `ref+env:CI_DEPLOY_TOKEN`.
 pub const ENV_PROVIDER: &str = "env";
-
-/// `ref+<provider>:<reference>` taken apart, or `None` for any other value.
-pub fn parse(value: &str) -> Option<(&str, &str)> {
-    let (provider, reference) = value.strip_prefix(PREFIX)?.split_once(':')?;
-    let valid = !provider.is_empty()
-        && provider
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    (valid && !reference.is_empty()).then_some((provider, reference))
-}
 
 /// One reference found in a rendered Secret.
 struct Found {

@@ -143,7 +143,7 @@ struct Env {
 
 impl Bench {
     pub fn run(mut self) -> anyhow::Result<()> {
-        let root = crate::test::root();
+        let root = crate::shell::root();
         let out = root.join("target/bench");
         std::fs::create_dir_all(&out)?;
         let results = out.join("results.json");
@@ -167,14 +167,14 @@ impl Bench {
         } else {
             (&["--release"], "release")
         };
-        crate::test::run(
-            crate::test::cargo(&root)
+        crate::shell::run(
+            crate::shell::cargo(&root)
                 .arg("build")
                 .args(profile_flag)
                 .args(["--locked", "--bin", "tazuna"]),
         )?;
-        crate::test::run(
-            crate::test::cargo(&root)
+        crate::shell::run(
+            crate::shell::cargo(&root)
                 .arg("build")
                 .args(profile_flag)
                 .args(["--locked", "-p", "tazuna-kube", "--example", "ssa_floor"]),

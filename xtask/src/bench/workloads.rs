@@ -11,7 +11,7 @@ use anyhow::Context;
 use tazuna_controlplane::{Assets, Tool as Binary};
 
 use super::Tool;
-use crate::test::run;
+use crate::shell::run;
 
 /// What a workload is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -354,6 +354,17 @@ pub struct Test {
     pub origin: Location,
 }
 
+impl Test {
+    /// A fresh streak for its `minConsecutiveSuccessCount` and
+    /// `minConsecutiveFailureCount`.
+    pub fn streak(&self) -> crate::check::Streak {
+        crate::check::Streak::with_counts(
+            self.min_consecutive_success_count,
+            self.min_consecutive_failure_count,
+        )
+    }
+}
+
 /// The kinds of check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Check {
@@ -397,4 +408,18 @@ pub struct ExistNonExist {
     pub name: String,
     /// `true`: the object must exist; `false`: it must not.
     pub should_exist: bool,
+}
+
+impl crate::graph::Node for Manifest {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn depends_on(&self) -> &[String] {
+        &self.depends_on
+    }
+
+    fn parallel(&self) -> Option<&str> {
+        self.parallel.as_deref()
+    }
 }

@@ -18,49 +18,31 @@ impl Stack {
             Mode::DryRun => "apply --dry-run",
         };
         let span = self.run_span(verb, &connection.cluster);
-        let outcome = self
-            .apply_traced(connection, options, observer)
-            .instrument(span.clone())
-            .await;
-        record_run(&span, outcome.as_ref().map(Vec::as_slice));
-        outcome
-    }
-
-    pub(super) async fn apply_traced(
-        &self,
-        connection: &Connection,
-        options: &ApplyOptions,
-        observer: &dyn Observer,
-    ) -> Result<Vec<ManifestOutcome>, RunError> {
-        let selected = self.selected()?;
-        let rendered = self.render_on(&selected, &connection.cluster).await?;
-        let ok: Vec<(&Manifest, &Rendered)> = selected
-            .iter()
-            .zip(&rendered)
-            .filter_map(|(m, r)| Some((*m, r.as_ref().ok()?)))
-            .collect();
-        // Before anything is written, Tazuna's own namespace and Lease included.
-        let claims = self.claims(&connection.cluster, &ok)?;
-        self.check_namespaces(&connection.cluster, &ok).await?;
-        let store = &connection.store;
-        let guard = match options.mode {
-            Mode::Apply => {
-                store.ensure_namespace().await?;
-                let guard = store.lock(&holder_identity(), options.lock_timeout).await?;
-                if let Some(from) = guard.taken_over() {
-                    self.notice(&format!("took over the lock on this cluster from {from}"));
+        let work = async {
+            let selected = self.selected()?;
+            let rendered = self.render_on(&selected, &connection.cluster).await?;
+            let ok: Vec<(&Manifest, &Rendered)> = selected
+                .iter()
+                .zip(&rendered)
+                .filter_map(|(m, r)| Some((*m, r.as_ref().ok()?)))
+                .collect();
+            // Before anything is written, Tazuna's own namespace and Lease included.
+            let claims = self.claims(&connection.cluster, &ok)?;
+            self.check_namespaces(&connection.cluster, &ok).await?;
+            let run = self.apply_locked(connection, options, &selected, rendered, claims, observer);
+            match options.mode {
+                Mode::Apply => {
+                    connection.store.ensure_namespace().await?;
+                    self.leased(connection, options.lock_timeout, run).await
                 }
-                Some(guard)
+                // A dry run writes nothing, the Lease included.
+                Mode::DryRun => run.await,
             }
-            Mode::DryRun => None,
         };
-        let outcome = self
-            .apply_locked(connection, options, &selected, rendered, claims, observer)
-            .await;
-        if let Some(guard) = guard {
-            guard.release().await;
-        }
-        outcome
+        tazuna_core::traced(span, work, |span, outcome| {
+            run_status(span, outcome.as_ref().map(Vec::as_slice))
+        })
+        .await
     }
 
     pub(super) async fn apply_locked(
@@ -114,18 +96,14 @@ impl Stack {
             run_spec_tests: self.options.tags.is_empty(),
             deletion_timeout: Wait::DEFAULT_TIMEOUT,
         };
-        let run = Run {
-            cluster,
-            store,
-            states: &states.own,
-            stack: self.name(),
-            manager: FieldManager::of(self.name()),
-            ownership: &ownership,
-            hash_key: &hash_key,
-            settings: &settings,
+        let run = self.run(
+            connection,
+            &states.own,
+            &ownership,
+            &hash_key,
+            &settings,
             observer,
-            journal: Default::default(),
-        };
+        );
         let positions: BTreeMap<&str, usize> = self
             .config
             .manifests
@@ -231,25 +209,20 @@ impl Stack {
         let selected = self.selected()?;
         let rendered = self.render_on(&selected, &connection.cluster).await?;
         let store = &connection.store;
-        let guard = store.lock(&holder_identity(), lock_timeout).await?;
-        let outcome = async {
+        self.leased(connection, lock_timeout, async {
             let states = self.states(connection).await?;
             let declared = self.declared();
             let ownership = Ownership::new(Claims::default(), &states.own, &declared, false);
             let hash_key = store.hash_key().await?.unwrap_or_default();
             let settings = teardown_settings(Wait::DEFAULT_TIMEOUT);
-            let run = Run {
-                cluster: &connection.cluster,
-                store,
-                states: &states.own,
-                stack: self.name(),
-                manager: FieldManager::of(self.name()),
-                ownership: &ownership,
-                hash_key: &hash_key,
-                settings: &settings,
+            let run = self.run(
+                connection,
+                &states.own,
+                &ownership,
+                &hash_key,
+                &settings,
                 observer,
-                journal: Default::default(),
-            };
+            );
             let units: Vec<Unit> = selected
                 .iter()
                 .zip(rendered)
@@ -261,9 +234,7 @@ impl Stack {
                 })
                 .collect();
             Ok(run.chart_tests(&units).await)
-        }
-        .await;
-        guard.release().await;
-        outcome
+        })
+        .await
     }
 }

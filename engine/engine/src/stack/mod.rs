@@ -37,8 +37,6 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
-use tracing::Instrument as _;
-
 use tazuna_core::config::{self, Config, ConfigError, LoadOptions, Manifest, PluginSource, Wait};
 
 use tazuna_core::graph;
@@ -394,6 +392,49 @@ impl Stack {
         (self.notices)(text);
     }
 
+    /// Run `work` holding the cluster's Lease (waiting up to `timeout` for
+    /// it), say so when it was taken over from a run that died, and release
+    /// it whatever the outcome: the one way a stack takes the Lease.
+    async fn leased<T>(
+        &self,
+        connection: &Connection,
+        timeout: Duration,
+        work: impl std::future::Future<Output = Result<T, RunError>>,
+    ) -> Result<T, RunError> {
+        let guard = connection.store.lock(&holder_identity(), timeout).await?;
+        if let Some(from) = guard.taken_over() {
+            self.notice(&format!("took over the lock on this cluster from {from}"));
+        }
+        let result = work.await;
+        guard.release().await;
+        result
+    }
+
+    /// The walk over this stack's `states` on `connection`, applying as the
+    /// stack's field manager: the one place a [`Run`] is made.
+    fn run<'a>(
+        &'a self,
+        connection: &'a Connection,
+        states: &'a BTreeMap<String, Stored>,
+        ownership: &'a Ownership,
+        hash_key: &'a [u8],
+        settings: &'a ApplySettings,
+        observer: &'a dyn Observer,
+    ) -> Run<'a> {
+        Run {
+            cluster: &connection.cluster,
+            store: &connection.store,
+            states,
+            stack: self.name(),
+            manager: FieldManager::of(self.name()),
+            ownership,
+            hash_key,
+            settings,
+            observer,
+            journal: Default::default(),
+        }
+    }
+
     /// Check the context name, connect, check the cluster identity, and (for
     /// writes) show the target and record the binding. Nothing is written to
     /// the cluster here.
@@ -485,27 +526,13 @@ impl Stack {
     }
 }
 
-/// Run `work` holding the cluster's Lease (waiting up to a minute for it),
-/// and release it whatever the outcome.
-async fn under_lease<T>(
-    connection: &Connection,
-    work: impl std::future::Future<Output = Result<T, RunError>>,
-) -> Result<T, RunError> {
-    let guard = connection
-        .store
-        .lock(&holder_identity(), Duration::from_secs(60))
-        .await?;
-    let result = work.await;
-    guard.release().await;
-    result
-}
-
-/// A run's counts and outcome on its span: `ok` when every manifest applied.
-fn record_run(span: &tracing::Span, outcome: Result<&[ManifestOutcome], &RunError>) {
-    let outcomes = match outcome {
-        Ok(outcomes) => outcomes,
-        Err(error) => return tazuna_core::trace_status(span, Err(error.to_string())),
-    };
+/// A run's counts on its span, and its status: `ok` when every manifest
+/// applied.
+fn run_status(
+    span: &tracing::Span,
+    outcome: Result<&[ManifestOutcome], &RunError>,
+) -> Result<(), String> {
+    let outcomes = outcome.map_err(ToString::to_string)?;
     let mut total = Counts::default();
     for outcome in outcomes {
         total.created += outcome.counts.created;
@@ -522,13 +549,10 @@ fn record_run(span: &tracing::Span, outcome: Result<&[ManifestOutcome], &RunErro
         .iter()
         .filter(|o| o.outcome != Outcome::Applied)
         .count();
-    tazuna_core::trace_status(
-        span,
-        match failed {
-            0 => Ok(()),
-            n => Err(format!("{n} of {} manifests did not apply", outcomes.len())),
-        },
-    );
+    match failed {
+        0 => Ok(()),
+        n => Err(format!("{n} of {} manifests did not apply", outcomes.len())),
+    }
 }
 
 /// The running Tazuna's version.

@@ -143,7 +143,12 @@ impl Stack {
     /// Stop managing `target` (`<manifest>` or `<manifest>/<Kind>[/<namespace>]/<name>`)
     /// without deleting it. Returns what was forgotten, for people.
     pub async fn forget(&self, connection: &Connection, target: &str) -> Result<String, RunError> {
-        under_lease(connection, self.forget_locked(connection, target)).await
+        self.leased(
+            connection,
+            Duration::from_secs(60),
+            self.forget_locked(connection, target),
+        )
+        .await
     }
 
     pub(super) async fn forget_locked(
@@ -235,7 +240,12 @@ impl Stack {
         connection: &Connection,
         dry_run: bool,
     ) -> Result<Vec<(String, tazuna_core::inventory::ObjectRef)>, RunError> {
-        under_lease(connection, self.sync_state_locked(connection, dry_run)).await
+        self.leased(
+            connection,
+            Duration::from_secs(60),
+            self.sync_state_locked(connection, dry_run),
+        )
+        .await
     }
 
     pub(super) async fn sync_state_locked(

@@ -16,93 +16,60 @@ impl Stack {
         observer: &dyn Observer,
     ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
         let span = self.run_span("destroy", &connection.cluster);
-        let outcome = self
-            .destroy_traced(
-                connection,
-                lock_timeout,
-                deletion_timeout,
-                confirm,
-                observer,
-            )
-            .instrument(span.clone())
-            .await;
-        record_run(
-            &span,
-            outcome
-                .as_ref()
-                .map(|outcomes| outcomes.as_deref().unwrap_or_default()),
-        );
-        outcome
-    }
-
-    pub(super) async fn destroy_traced(
-        &self,
-        connection: &Connection,
-        lock_timeout: Duration,
-        deletion_timeout: Duration,
-        confirm: impl FnOnce(&Teardown) -> bool,
-        observer: &dyn Observer,
-    ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
-        let chosen = self.chosen(self.states(connection).await?.own)?;
-        if chosen.is_empty() {
-            self.notice(&format!(
-                "nothing to destroy: stack `{}` has no state on this cluster",
-                self.name()
-            ));
-            return Ok(None);
-        }
-        let teardown = Teardown {
-            manifests: chosen.keys().cloned().collect(),
-            objects: chosen.values().map(|s| s.state.objects.len()).sum(),
-            context: connection.cluster.target().context.clone(),
-        };
-        if !confirm(&teardown) {
-            return Ok(None);
-        }
-        let store = &connection.store;
-        let guard = store.lock(&holder_identity(), lock_timeout).await?;
-        if let Some(from) = guard.taken_over() {
-            self.notice(&format!("took over the lock on this cluster from {from}"));
-        }
-        let outcome = async {
-            // Read again under the lock: another run may have changed it.
-            let states = self.states(connection).await?;
-            let (doomed, rest): (BTreeMap<_, _>, BTreeMap<_, _>) = states
-                .own
-                .into_iter()
-                .partition(|(name, _)| chosen.contains_key(name));
-            // Objects a manifest that stays, or another stack, also records
-            // are left to it.
-            let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
-            let ownership = Ownership::new(Claims::default(), &rest, &staying, true)
-                .with_other_stacks(&states.others);
-            for entry in doomed.values().flat_map(|stored| &stored.state.objects) {
-                let object = entry.object();
-                if let Some(other) = ownership.holds_others(&object.key()) {
-                    self.notice(&format!(
-                        "kept {object}: manifest `{other}` has objects it would take with it; destroy that stack first to delete it"
-                    ));
-                }
+        let work = async {
+            let chosen = self.chosen(self.states(connection).await?.own)?;
+            if chosen.is_empty() {
+                self.notice(&format!(
+                    "nothing to destroy: stack `{}` has no state on this cluster",
+                    self.name()
+                ));
+                return Ok(None);
             }
-            let settings = teardown_settings(deletion_timeout);
-            let run = Run {
-                cluster: &connection.cluster,
-                store,
-                states: &doomed,
-                stack: self.name(),
-                manager: FieldManager::of(self.name()),
-                ownership: &ownership,
-                hash_key: &[],
-                settings: &settings,
-                observer,
-                journal: Default::default(),
+            let teardown = Teardown {
+                manifests: chosen.keys().cloned().collect(),
+                objects: chosen.values().map(|s| s.state.objects.len()).sum(),
+                context: connection.cluster.target().context.clone(),
             };
-            let order = crate::destroy::order(&doomed);
-            Ok(run.destroy(&order).await)
-        }
-        .await;
-        guard.release().await;
-        outcome.map(Some)
+            if !confirm(&teardown) {
+                return Ok(None);
+            }
+            self.leased(connection, lock_timeout, async {
+                // Read again under the lock: another run may have changed it.
+                let states = self.states(connection).await?;
+                let (doomed, rest): (BTreeMap<_, _>, BTreeMap<_, _>) = states
+                    .own
+                    .into_iter()
+                    .partition(|(name, _)| chosen.contains_key(name));
+                // Objects a manifest that stays, or another stack, also records
+                // are left to it.
+                let staying: HashSet<&str> = rest.keys().map(String::as_str).collect();
+                let ownership = Ownership::new(Claims::default(), &rest, &staying, true)
+                    .with_other_stacks(&states.others);
+                for entry in doomed.values().flat_map(|stored| &stored.state.objects) {
+                    let object = entry.object();
+                    if let Some(other) = ownership.holds_others(&object.key()) {
+                        self.notice(&format!(
+                            "kept {object}: manifest `{other}` has objects it would take with it; destroy that stack first to delete it"
+                        ));
+                    }
+                }
+                let settings = teardown_settings(deletion_timeout);
+                let run = self.run(connection, &doomed, &ownership, &[], &settings, observer);
+                let order = crate::destroy::order(&doomed);
+                Ok(run.destroy(&order).await)
+            })
+            .await
+            .map(Some)
+        };
+        tazuna_core::traced(span, work, |span, outcome| {
+            run_status(
+                span,
+                outcome
+                    .as_ref()
+                    .map(|outcomes| outcomes.as_deref().unwrap_or_default()),
+            )
+        })
+        .await
     }
 
     /// The records of the manifests the tags select (all without tags).

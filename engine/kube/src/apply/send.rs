@@ -54,200 +54,193 @@ impl Run<'_> {
             otel.status_code = tracing::field::Empty,
             otel.status_description = tracing::field::Empty,
         );
-        let (handled, error) = self
-            .apply_phase_untraced(manifest, prepared, prior, shared, counts)
-            .instrument(span.clone())
-            .await;
-        tazuna_core::trace_status(&span, error.as_ref().map_or(Ok(()), |e| Err(e.to_string())));
-        (handled, error)
-    }
-
-    pub(super) async fn apply_phase_untraced(
-        &self,
-        manifest: &str,
-        prepared: Vec<Prepared>,
-        prior: &HashMap<ObjectRef, &Entry>,
-        shared: &Shared,
-        counts: &mut Counts,
-    ) -> (Vec<Handled>, Option<ManifestError>) {
-        // One list per kind and namespace (metadata only) tells whether an
-        // object exists (created or configured) and whether the fields
-        // Tazuna owns are unchanged live (skipped).
-        let mut index = LiveIndex::metadata(self.cluster);
-        // Kinds in namespaces a dry run creates are not listed (see below).
-        let listed = prepared.iter().filter_map(|item| {
-            let created = self.settings.mode == Mode::DryRun
-                && item
-                    .object
-                    .namespace
-                    .as_ref()
-                    .is_some_and(|namespace| shared.namespaces.contains(namespace));
-            Some((&item.object, item.resolved.as_ref().filter(|_| !created)?))
-        });
-        index.prefetch(listed, &shared.requests).await;
-        let mut results: Vec<Option<(ObjectRef, Option<Handled>, Action)>> =
-            vec![None; prepared.len()];
-        // What the API server warned about, per object sent.
-        let mut notes: Vec<Option<String>> = vec![None; prepared.len()];
-        let mut to_send = Vec::new();
-        let mut first_error: Option<(usize, ManifestError)> = None;
-        for (position, mut item) in prepared.into_iter().enumerate() {
-            let Some(resolved) = item.resolved.clone() else {
-                results[position] = Some((item.object, None, Action::Created));
-                notes[position] = Some("its kind is created by this run; not sent".into());
-                continue;
-            };
-            if self.settings.mode == Mode::DryRun
-                && let Some(namespace) = &item.object.namespace
-                && shared.namespaces.contains(namespace)
-                && !self.live_namespaces(shared).await.contains(namespace)
-            {
-                notes[position] = Some(format!(
-                    "namespace `{namespace}` is created by this run; not sent"
-                ));
-                results[position] = Some((item.object, None, Action::Created));
-                continue;
-            }
-            let current = match index.get(&item.object, &resolved).await {
-                Ok(current) => {
-                    if let Some(live) = current {
-                        item.rename = self.manager.rename_legacy(live);
-                        let acts_as = self.manager.as_for(Some(live));
-                        item.acts_as = (acts_as != self.manager.name()).then(|| acts_as.to_owned());
-                    }
-                    current.map(|live| self.manager.owned_fields_hash(live))
-                }
-                Err(e) => {
-                    first_error.get_or_insert((
-                        position,
-                        ManifestError::Rejected {
-                            object: item.object.clone(),
-                            message: format!("cannot list its kind: {}", status_message(&e)),
-                        },
+        let work = async {
+            // One list per kind and namespace (metadata only) tells whether an
+            // object exists (created or configured) and whether the fields
+            // Tazuna owns are unchanged live (skipped).
+            let mut index = LiveIndex::metadata(self.cluster);
+            // Kinds in namespaces a dry run creates are not listed (see below).
+            let listed = prepared.iter().filter_map(|item| {
+                let created = self.settings.mode == Mode::DryRun
+                    && item
+                        .object
+                        .namespace
+                        .as_ref()
+                        .is_some_and(|namespace| shared.namespaces.contains(namespace));
+                Some((&item.object, item.resolved.as_ref().filter(|_| !created)?))
+            });
+            index.prefetch(listed, &shared.requests).await;
+            let mut results: Vec<Option<(ObjectRef, Option<Handled>, Action)>> =
+                vec![None; prepared.len()];
+            // What the API server warned about, per object sent.
+            let mut notes: Vec<Option<String>> = vec![None; prepared.len()];
+            let mut to_send = Vec::new();
+            let mut first_error: Option<(usize, ManifestError)> = None;
+            for (position, mut item) in prepared.into_iter().enumerate() {
+                let Some(resolved) = item.resolved.clone() else {
+                    results[position] = Some((item.object, None, Action::Created));
+                    notes[position] = Some("its kind is created by this run; not sent".into());
+                    continue;
+                };
+                if self.settings.mode == Mode::DryRun
+                    && let Some(namespace) = &item.object.namespace
+                    && shared.namespaces.contains(namespace)
+                    && !self.live_namespaces(shared).await.contains(namespace)
+                {
+                    notes[position] = Some(format!(
+                        "namespace `{namespace}` is created by this run; not sent"
                     ));
-                    break;
+                    results[position] = Some((item.object, None, Action::Created));
+                    continue;
                 }
-            };
-            let before = prior.get(&item.object);
-            if let Some(entry) = before
-                && !self.settings.resend
-                && entry.hash == item.hash
-                && entry.fields.is_some()
-                && current.as_ref().is_some_and(|live| *live == entry.fields)
-            {
-                let entry = (*entry).clone().removed_when_done(&item.value);
-                results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
-                continue;
-            }
-            // Applied as it is now, finished and removed by its TTL: done.
-            if let Some(entry) = before
-                && current.is_none()
-                && entry.done_and_removed(&item.hash, &item.value)
-            {
-                let entry = (*entry).clone().removed_when_done(&item.value);
-                results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
-                continue;
-            }
-            let action = if current.is_some() {
-                Action::Configured
-            } else {
-                Action::Created
-            };
-            to_send.push((position, item, action));
-        }
-
-        if self.settings.atomic && self.settings.mode == Mode::Apply && first_error.is_none() {
-            for (position, item, action) in &to_send {
-                let resolved = item
-                    .resolved
-                    .as_ref()
-                    .expect("only resolved objects are sent");
-                let before = if *action == Action::Created {
-                    None
+                let current = match index.get(&item.object, &resolved).await {
+                    Ok(current) => {
+                        if let Some(live) = current {
+                            item.rename = self.manager.rename_legacy(live);
+                            let acts_as = self.manager.as_for(Some(live));
+                            item.acts_as =
+                                (acts_as != self.manager.name()).then(|| acts_as.to_owned());
+                        }
+                        current.map(|live| self.manager.owned_fields_hash(live))
+                    }
+                    Err(e) => {
+                        first_error.get_or_insert((
+                            position,
+                            ManifestError::Rejected {
+                                object: item.object.clone(),
+                                message: format!("cannot list its kind: {}", status_message(&e)),
+                            },
+                        ));
+                        break;
+                    }
+                };
+                let before = prior.get(&item.object);
+                if let Some(entry) = before
+                    && !self.settings.resend
+                    && entry.hash == item.hash
+                    && entry.fields.is_some()
+                    && current.as_ref().is_some_and(|live| *live == entry.fields)
+                {
+                    let entry = (*entry).clone().removed_when_done(&item.value);
+                    results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
+                    continue;
+                }
+                // Applied as it is now, finished and removed by its TTL: done.
+                if let Some(entry) = before
+                    && current.is_none()
+                    && entry.done_and_removed(&item.hash, &item.value)
+                {
+                    let entry = (*entry).clone().removed_when_done(&item.value);
+                    results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
+                    continue;
+                }
+                let action = if current.is_some() {
+                    Action::Configured
                 } else {
-                    let api = api_for(self.client(), resolved, item.object.namespace.as_deref());
-                    match api.get_opt(&item.object.name).await {
-                        Ok(found) => found.and_then(|o| serde_json::to_value(o).ok()),
-                        Err(e) => {
-                            first_error.get_or_insert((
-                                *position,
-                                ManifestError::Rejected {
-                                    object: item.object.clone(),
-                                    message: format!(
-                                        "cannot read it before changing it (`--atomic` keeps it to undo the run): {}",
-                                        status_message(&e)
-                                    ),
-                                },
-                            ));
-                            break;
+                    Action::Created
+                };
+                to_send.push((position, item, action));
+            }
+
+            if self.settings.atomic && self.settings.mode == Mode::Apply && first_error.is_none() {
+                for (position, item, action) in &to_send {
+                    let resolved = item
+                        .resolved
+                        .as_ref()
+                        .expect("only resolved objects are sent");
+                    let before = if *action == Action::Created {
+                        None
+                    } else {
+                        let api =
+                            api_for(self.client(), resolved, item.object.namespace.as_deref());
+                        match api.get_opt(&item.object.name).await {
+                            Ok(found) => found.and_then(|o| serde_json::to_value(o).ok()),
+                            Err(e) => {
+                                first_error.get_or_insert((
+                                    *position,
+                                    ManifestError::Rejected {
+                                        object: item.object.clone(),
+                                        message: format!(
+                                            "cannot read it before changing it (`--atomic` keeps it to undo the run): {}",
+                                            status_message(&e)
+                                        ),
+                                    },
+                                ));
+                                break;
+                            }
+                        }
+                    };
+                    self.journal.record(&item.object, resolved, before);
+                }
+                if first_error.is_some() {
+                    to_send.clear();
+                }
+            }
+            let sends = futures::stream::iter(to_send.into_iter().map(
+                |(position, item, action)| async move {
+                    let result = {
+                        let _turn = shared.requests.acquire().await;
+                        self.send(&item).await
+                    };
+                    (position, item, action, result)
+                },
+            ))
+            .buffer_unordered(self.settings.requests_at_once.max(1))
+            .collect::<Vec<_>>()
+            .await;
+            for (position, item, action, result) in sends {
+                match result {
+                    Ok(Sent {
+                        applied,
+                        notes: said,
+                    }) => {
+                        if !said.is_empty() {
+                            notes[position] = Some(said.join("; "));
+                        }
+                        let fields = self.manager.owned_fields_hash(&applied);
+                        let mut entry = Entry::new(&item.object, item.hash, fields)
+                            .removed_when_done(&item.value);
+                        // Who had written it before the stack first did decides
+                        // whether prune and destroy may delete it.
+                        entry.adopted_from = match prior.get(&item.object) {
+                            Some(before) => before.adopted_from.clone(),
+                            None => prune::writers(&applied, self.manager.name()),
+                        };
+                        results[position] =
+                            Some((item.object, Some((entry, Some(applied))), action));
+                    }
+                    Err(error) => {
+                        if first_error.as_ref().is_none_or(|(i, _)| position < *i) {
+                            first_error = Some((position, error));
                         }
                     }
-                };
-                self.journal.record(&item.object, resolved, before);
-            }
-            if first_error.is_some() {
-                to_send.clear();
-            }
-        }
-        let sends = futures::stream::iter(to_send.into_iter().map(
-            |(position, item, action)| async move {
-                let result = {
-                    let _turn = shared.requests.acquire().await;
-                    self.send(&item).await
-                };
-                (position, item, action, result)
-            },
-        ))
-        .buffer_unordered(self.settings.requests_at_once.max(1))
-        .collect::<Vec<_>>()
-        .await;
-        for (position, item, action, result) in sends {
-            match result {
-                Ok(Sent {
-                    applied,
-                    notes: said,
-                }) => {
-                    if !said.is_empty() {
-                        notes[position] = Some(said.join("; "));
-                    }
-                    let fields = self.manager.owned_fields_hash(&applied);
-                    let mut entry =
-                        Entry::new(&item.object, item.hash, fields).removed_when_done(&item.value);
-                    // Who had written it before the stack first did decides
-                    // whether prune and destroy may delete it.
-                    entry.adopted_from = match prior.get(&item.object) {
-                        Some(before) => before.adopted_from.clone(),
-                        None => prune::writers(&applied, self.manager.name()),
-                    };
-                    results[position] = Some((item.object, Some((entry, Some(applied))), action));
-                }
-                Err(error) => {
-                    if first_error.as_ref().is_none_or(|(i, _)| position < *i) {
-                        first_error = Some((position, error));
-                    }
                 }
             }
-        }
-        let mut out = Vec::with_capacity(results.len());
-        // In rendered order; what was sent before or beside a failure is
-        // reported and recorded too.
-        for ((object, handled, action), note) in results
-            .into_iter()
-            .zip(notes)
-            .filter_map(|(r, n)| Some((r?, n)))
-        {
-            counts.add(action);
-            self.observer.event(Event::Object {
-                manifest: manifest.to_owned(),
-                object,
-                action,
-                note,
-            });
-            if let Some(handled) = handled {
-                out.push(handled);
+            let mut out = Vec::with_capacity(results.len());
+            // In rendered order; what was sent before or beside a failure is
+            // reported and recorded too.
+            for ((object, handled, action), note) in results
+                .into_iter()
+                .zip(notes)
+                .filter_map(|(r, n)| Some((r?, n)))
+            {
+                counts.add(action);
+                self.observer.event(Event::Object {
+                    manifest: manifest.to_owned(),
+                    object,
+                    action,
+                    note,
+                });
+                if let Some(handled) = handled {
+                    out.push(handled);
+                }
             }
-        }
-        (out, first_error.map(|(_, e)| e))
+            (out, first_error.map(|(_, e)| e))
+        };
+        tazuna_core::traced(span, work, |_, (_, error)| {
+            error.as_ref().map_or(Ok(()), |e| Err(e.to_string()))
+        })
+        .await
     }
 
     /// Server-side apply of one object (with `--recreate` handling), with

@@ -177,7 +177,7 @@ pub fn resolve_env(
         withhold,
     } = handing;
     for (key, value) in env.iter_mut() {
-        let Some((provider, reference)) = crate::secrets::parse(value) else {
+        let Some((provider, reference)) = crate::references::parse(value) else {
             continue;
         };
         if !capabilities.allows(CAPABILITY) {

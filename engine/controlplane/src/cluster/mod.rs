@@ -11,8 +11,8 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::Write as _;
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
@@ -20,12 +20,23 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use serde_json::json;
 
 use crate::assets::{Assets, Tool};
 use crate::kubeconfig;
 use crate::pki;
 use crate::process::{self, Process};
+
+mod audit;
+mod http;
+mod kwok;
+mod state;
+
+use audit::AUDIT_POLICY;
+pub use audit::AuditEvent;
+pub(crate) use http::http_get;
+pub use http::http_request;
+use kwok::{kwok_config_yaml, nodes_manifest, ready_nodes};
+pub use state::{ClusterState, ProcessState};
 
 /// How long etcd may take to answer `/health`.
 const ETCD_TIMEOUT: Duration = Duration::from_secs(60);
@@ -152,50 +163,6 @@ impl ClusterConfig {
         let pids: Vec<u32> = cluster.components.iter().map(Process::pid).collect();
         cluster.watchdog = Some(process::watchdog(std::process::id(), &pids, &dir)?);
         Ok(cluster)
-    }
-}
-
-/// Audit policy: the metadata of every request once its response is sent.
-const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived, ResponseStarted]
-rules:
-  - level: Metadata
-";
-
-/// One request from the API server's audit log.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AuditEvent {
-    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, ...
-    pub verb: String,
-    /// The resource (`configmaps`), empty for non-resource URLs.
-    pub resource: String,
-    /// The namespace, if any.
-    pub namespace: Option<String>,
-    /// The object name, if the request named one.
-    pub name: Option<String>,
-    /// Whether it was a server-side dry run.
-    pub dry_run: bool,
-    /// When the API server received it (RFC 3339 with microseconds, so
-    /// times compare as text).
-    pub at: String,
-    /// When its response was complete, in the same form.
-    pub done: String,
-    /// The response's HTTP status (429 when API Priority and Fairness
-    /// turned it away).
-    pub code: Option<u16>,
-    /// Who sent it (`system:admin`, `system:serviceaccount:<ns>:<name>`).
-    pub user: String,
-}
-
-impl AuditEvent {
-    /// Whether the request would change the cluster (a write that is not a dry run).
-    pub fn is_write(&self) -> bool {
-        !self.dry_run
-            && matches!(
-                self.verb.as_str(),
-                "create" | "update" | "patch" | "delete" | "deletecollection"
-            )
     }
 }
 
@@ -736,116 +703,6 @@ impl Drop for Cluster {
     }
 }
 
-/// A detached cluster, as recorded in its directory's state file.
-#[derive(Clone, Debug)]
-pub struct ClusterState {
-    /// The cluster (and context) name.
-    pub name: String,
-    /// `https://127.0.0.1:<port>`.
-    pub server: String,
-    /// The cluster's directory.
-    pub dir: PathBuf,
-    /// The cluster's own kubeconfig.
-    pub kubeconfig: PathBuf,
-    /// The components.
-    pub processes: Vec<ProcessState>,
-}
-
-/// One component of a detached cluster.
-#[derive(Clone, Debug)]
-pub struct ProcessState {
-    /// `etcd`, `kube-apiserver`, ...
-    pub name: String,
-    /// Its pid.
-    pub pid: u32,
-    /// The binary it runs, to tell it from a process that reused the pid.
-    pub exe: PathBuf,
-}
-
-impl ClusterState {
-    /// Reads the state file of the cluster in `dir`.
-    pub fn load(dir: &Path) -> anyhow::Result<ClusterState> {
-        let path = dir.join(STATE_FILE);
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("reading `{}`", path.display()))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("invalid state file `{}`", path.display()))?;
-        let field = |k: &str| -> anyhow::Result<String> {
-            value[k]
-                .as_str()
-                .map(str::to_owned)
-                .with_context(|| format!("`{}` has no `{k}`", path.display()))
-        };
-        let processes = value["processes"]
-            .as_array()
-            .map(|items| {
-                items
-                    .iter()
-                    .filter_map(|p| {
-                        Some(ProcessState {
-                            name: p["name"].as_str()?.to_owned(),
-                            pid: u32::try_from(p["pid"].as_u64()?).ok()?,
-                            exe: PathBuf::from(p["exe"].as_str()?),
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(ClusterState {
-            name: field("name")?,
-            server: field("server")?,
-            dir: dir.to_owned(),
-            kubeconfig: PathBuf::from(field("kubeconfig")?),
-            processes,
-        })
-    }
-
-    fn save(&self) -> anyhow::Result<()> {
-        let value = json!({
-            "name": self.name,
-            "server": self.server,
-            "kubeconfig": self.kubeconfig.display().to_string(),
-            "processes": self.processes.iter().map(|p| json!({
-                "name": p.name,
-                "pid": p.pid,
-                "exe": p.exe.display().to_string(),
-            })).collect::<Vec<_>>(),
-        });
-        let path = self.dir.join(STATE_FILE);
-        fs::write(&path, serde_json::to_string_pretty(&value)? + "\n")
-            .with_context(|| format!("writing `{}`", path.display()))
-    }
-
-    /// Whether any of its components still runs.
-    pub fn is_running(&self) -> bool {
-        self.processes.iter().any(|p| process::runs(p.pid, &p.exe))
-    }
-
-    /// The components that still run.
-    pub fn running(&self) -> Vec<&ProcessState> {
-        self.processes
-            .iter()
-            .filter(|p| process::runs(p.pid, &p.exe))
-            .collect()
-    }
-
-    /// The resident set size of each running component in bytes.
-    pub fn rss(&self) -> Vec<(String, u64)> {
-        self.running()
-            .into_iter()
-            .map(|p| (p.name.clone(), process::rss_bytes(p.pid).unwrap_or(0)))
-            .collect()
-    }
-
-    /// Kills the components (etcd last) and removes the cluster's directory.
-    pub fn stop(self) -> anyhow::Result<()> {
-        for p in self.processes.iter().rev() {
-            process::kill_pid(p.pid, &p.exe);
-        }
-        fs::remove_dir_all(&self.dir).with_context(|| format!("removing `{}`", self.dir.display()))
-    }
-}
-
 /// Cluster names become context, file and directory names.
 fn validate_name(name: &str) -> anyhow::Result<()> {
     let ok = !name.is_empty()
@@ -860,125 +717,6 @@ fn validate_name(name: &str) -> anyhow::Result<()> {
         "invalid cluster name `{name}`\nhint: use lowercase letters, digits and `-`, at most 63"
     );
     Ok(())
-}
-
-/// kwok's configuration: the upstream "fast" stages in the order kwokctl loads them.
-/// The options are kwok's defaults plus the command-line flags.
-fn kwok_config_yaml(stages: &Path) -> anyhow::Result<String> {
-    // No KwokConfiguration document: kwok defaults only one it creates itself (given
-    // one, v0.8.0 leaves `nodeLeaseParallelism` at 0 and refuses to start).
-    let mut out = String::new();
-    for file in [
-        "node-initialize.yaml",
-        "node-heartbeat-with-lease.yaml",
-        "pod-ready.yaml",
-        "pod-complete.yaml",
-        "pod-delete.yaml",
-    ] {
-        let path = stages.join(file);
-        let text =
-            fs::read_to_string(&path).with_context(|| format!("reading `{}`", path.display()))?;
-        out.push_str("---\n");
-        out.push_str(text.trim_start_matches("---\n"));
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-    }
-    Ok(out)
-}
-
-/// Fake Nodes with the labels charts select on and no taint, so that ordinary
-/// workloads schedule onto them.
-fn nodes_manifest(nodes: usize) -> String {
-    let items: Vec<serde_json::Value> = (0..nodes)
-        .map(|i| {
-            let name = format!("kwok-node-{i}");
-            let resources = json!({"cpu": "32", "memory": "256Gi", "pods": "110"});
-            json!({
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-                    "labels": {
-                        "kubernetes.io/arch": "amd64",
-                        "kubernetes.io/os": "linux",
-                        "kubernetes.io/hostname": name,
-                        "type": "kwok",
-                    },
-                },
-                "status": {"allocatable": resources, "capacity": resources},
-            })
-        })
-        .collect();
-    json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
-}
-
-/// The number of Nodes that are Ready and have no taints.
-fn ready_nodes(cluster: &Cluster) -> anyhow::Result<usize> {
-    let out = cluster
-        .kubectl()
-        .args(["get", "nodes", "-o", "json"])
-        .output()?;
-    anyhow::ensure!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let list: serde_json::Value = serde_json::from_slice(&out.stdout)?;
-    let items = list["items"].as_array().cloned().unwrap_or_default();
-    Ok(items
-        .iter()
-        .filter(|node| {
-            let ready = node["status"]["conditions"]
-                .as_array()
-                .is_some_and(|conds| {
-                    conds
-                        .iter()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                });
-            let untainted = node["spec"]["taints"]
-                .as_array()
-                .is_none_or(|t| t.is_empty());
-            ready && untainted
-        })
-        .count())
-}
-
-/// A plain-HTTP GET on 127.0.0.1:`port`, returning the body.
-pub(crate) fn http_get(port: u16, path: &str) -> anyhow::Result<String> {
-    http_request(port, path, None).map(|(_, body)| body)
-}
-
-/// A plain-HTTP GET on 127.0.0.1:`port` with optional basic credentials, returning the
-/// status code and the body.
-pub fn http_request(
-    port: u16,
-    path: &str,
-    basic_auth: Option<&str>,
-) -> anyhow::Result<(u16, String)> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
-    stream.set_read_timeout(Some(Duration::from_secs(3)))?;
-    let auth = basic_auth
-        .map(|b| format!("Authorization: Basic {b}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n{auth}Connection: close\r\n\r\n"
-    )?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("not an HTTP response")?;
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default();
-    Ok((status, body))
 }
 
 /// Runs `command` with `input` on stdin; fails with its stderr unless it succeeds.
