@@ -456,6 +456,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_built_ins_built_are_those_committed_for_the_registry() {
+        // The plugin host's registry is checked against the same directory.
+        let dir = crate::shell::root().join(BUILTINS_DIR);
+        let mut committed: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|entry| {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(".wasm").map(str::to_owned)
+            })
+            .collect();
+        committed.sort_unstable();
+        let mut built = BUILTINS.to_vec();
+        built.sort_unstable();
+        assert_eq!(committed, built);
+        for name in BUILTINS {
+            assert!(PLUGINS.iter().any(|(_, short)| short == name), "{name}");
+        }
+    }
+
+    #[test]
     fn an_unknown_target_is_not_installed() {
         assert!(!target_installed(Path::new("."), "no-such-arch-unknown-none").unwrap());
     }

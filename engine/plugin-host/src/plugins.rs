@@ -430,3 +430,37 @@ fn check_declared(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`BUILTINS`] and [`BUILTIN_RESOLVERS`] are the registry of built-ins:
+    /// the manifest types the config loader knows, and the components
+    /// committed beside this crate (which `cargo xtask build-plugins` writes
+    /// from its own list, checked against the same directory), are the same.
+    #[test]
+    fn every_list_of_built_ins_is_the_registry() {
+        let mut registry: Vec<&str> = builtin_names().collect();
+        registry.sort_unstable();
+        let mut types = tazuna_core::config::BUILTIN_TYPES.to_vec();
+        types.sort_unstable();
+        assert_eq!(types, registry, "tazuna_core::config::BUILTIN_TYPES");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("builtins");
+        let mut committed: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|entry| {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                name.strip_suffix(".wasm").map(str::to_owned)
+            })
+            .collect();
+        committed.sort_unstable();
+        let mut all: Vec<&str> = BUILTINS
+            .iter()
+            .chain(BUILTIN_RESOLVERS)
+            .map(|b| b.name)
+            .collect();
+        all.sort_unstable();
+        assert_eq!(committed, all, "{}", dir.display());
+    }
+}

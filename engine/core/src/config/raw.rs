@@ -481,3 +481,24 @@ pub(crate) struct EnvFileSchema {
     /// A dotenv file, relative to the directory of this file.
     path: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The blocks that need no plugin are the built-in types (the plugin
+    /// host's registry, which checks `BUILTIN_TYPES` against itself), as
+    /// the file spells them, and Go's `parallel`.
+    #[test]
+    fn the_built_in_blocks_are_the_built_in_types() {
+        let mut blocks: Vec<String> = BUILTIN_BLOCKS
+            .iter()
+            .filter(|b| **b != "parallel")
+            .map(|b| b.to_ascii_lowercase())
+            .collect();
+        blocks.sort_unstable();
+        let mut types = crate::config::BUILTIN_TYPES.to_vec();
+        types.sort_unstable();
+        assert_eq!(blocks, types);
+    }
+}
