@@ -32,11 +32,13 @@ use crate::check::{CheckError, Condition};
 use crate::template::Keys;
 
 mod errors;
+mod fleet;
 mod hints;
 mod manifests;
 mod spec;
 
 use errors::*;
+use fleet::*;
 use manifests::*;
 use spec::*;
 
