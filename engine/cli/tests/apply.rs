@@ -1677,3 +1677,58 @@ fn plan_predicts_exactly_what_apply_prune_deletes() {
         );
     }
 }
+
+/// The case the property test above found: a manifest removed from the file
+/// whose object was released by annotation (`tazuna.dev/prune: disabled`)
+/// after it was applied. Plan reads it live, as apply does, and says it is
+/// kept; `apply --prune` keeps it (kubectl still finds it).
+#[test]
+fn plan_reads_a_removed_manifests_objects_live_as_apply_does() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("removed-released");
+    let ns = namespace.name();
+    let file = |manifests: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  stack: removed-released-{ns}\n  manifests:\n{manifests}"
+        )
+    };
+    let entry = |name: &str| {
+        format!(
+            "    - name: {name}-{ns}\n      type: manifests\n      path: ./{name}\n      namespace: {ns}\n"
+        )
+    };
+    let dir = common::project(&file(&format!("{}{}", entry("stays"), entry("goes"))));
+    for (name, object) in [("stays", "kept-by-file"), ("goes", "released")] {
+        common::write(
+            dir.path(),
+            &format!("{name}/cm.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {object}\ndata:\n  k: v\n"
+            ),
+        );
+    }
+    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    succeed(cluster.kubectl().args([
+        "-n",
+        ns,
+        "annotate",
+        "configmap",
+        "released",
+        "tazuna.dev/prune=disabled",
+    ]));
+    common::write(dir.path(), "tazuna.yaml", &file(&entry("stays")));
+    let plan = output(tazuna(&cluster, dir.path()).arg("plan"));
+    let said = text(&plan);
+    assert!(
+        said.lines()
+            .any(|l| l.contains(&format!("ConfigMap {ns}/released"))
+                && l.contains("kept: annotated `tazuna.dev/prune: disabled`")),
+        "{said}"
+    );
+    let applied = output(tazuna(&cluster, dir.path()).args(["apply", "--prune"]));
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(exists(&cluster, &["-n", ns, "configmap", "released"]));
+    succeed(tazuna(&cluster, dir.path()).args(["destroy", "--yes"]));
+}

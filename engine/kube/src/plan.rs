@@ -413,35 +413,35 @@ pub async fn compare(
         if question == Question::Plan
             && let Some(stored) = states.get(name)
         {
-            for entry in &stored.state.objects {
+            let gone = stored.state.objects.iter().filter(|entry| {
                 let object = entry.object();
-                if seen.contains(&object) || ownership.kept_by(&object.key(), name).is_some() {
-                    continue;
-                }
-                // A kind no longer served: apply forgets the record.
-                let Some(resolved) = cluster.resolve(&object) else {
-                    continue;
-                };
-                let verdict = match live.get(&object, &resolved).await {
-                    Ok(current) => prune::verdict(&object, name, current, &entry.adopted_from),
-                    // Unreadable now: say what apply does if it is ours.
-                    Err(_) => unread(entry),
-                };
-                if verdict == prune::Verdict::NotOurs {
-                    continue;
-                }
-                report.changes.push(prune_change(
-                    name,
-                    &object,
-                    "no longer rendered",
-                    intent.manifest.prune,
-                    verdict,
-                ));
-            }
+                !seen.contains(&object) && ownership.kept_by(&object.key(), name).is_none()
+            });
+            let why = "no longer rendered";
+            let prunes_itself = intent.manifest.prune;
+            live_prunes(
+                cluster,
+                &mut live,
+                name,
+                gone,
+                why,
+                prunes_itself,
+                &mut report,
+            )
+            .await;
         }
     }
     if question == Question::Plan {
-        removed_manifests(states, all_names, ownership, &mut report);
+        // Manifests removed from the file, read live as apply reads them.
+        for (name, stored) in states.iter().filter(|(n, _)| !all_names.contains(*n)) {
+            let gone = stored
+                .state
+                .objects
+                .iter()
+                .filter(|entry| ownership.kept_by(&entry.object().key(), name).is_none());
+            let why = "its manifest was removed from the file";
+            live_prunes(cluster, &mut live, name, gone, why, false, &mut report).await;
+        }
     }
     report.requests = live.requests() + dry_runs;
     Ok(report)
@@ -570,6 +570,37 @@ fn prune_change(
     }
 }
 
+/// What plan says of `entries` of manifest `name`, no longer rendered
+/// (`why`): the prune verdict on each as it is live, which is what apply
+/// decides by. A kind no longer served, or an object gone or not Tazuna's,
+/// apply only forgets, so plan says nothing of it.
+async fn live_prunes(
+    cluster: &Cluster,
+    live: &mut LiveIndex<'_>,
+    name: &str,
+    entries: impl Iterator<Item = &Entry>,
+    why: &str,
+    prunes_itself: bool,
+    report: &mut Report,
+) {
+    for entry in entries {
+        let object = entry.object();
+        let Some(resolved) = cluster.resolve(&object) else {
+            continue;
+        };
+        let verdict = match live.get(&object, &resolved).await {
+            Ok(current) => prune::verdict(&object, name, current, &entry.adopted_from),
+            // Unreadable now: say what apply does if it is ours.
+            Err(_) => unread(entry),
+        };
+        if verdict != prune::Verdict::NotOurs {
+            report
+                .changes
+                .push(prune_change(name, &object, why, prunes_itself, verdict));
+        }
+    }
+}
+
 /// The prune verdict for an object whose live form is not read (state
 /// diff, or a read that failed): what apply does if it is still Tazuna's.
 fn unread(entry: &Entry) -> prune::Verdict {
@@ -603,7 +634,8 @@ fn recorded<'a>(
 }
 
 /// Every object of the stack's manifests that are in state but no longer
-/// in the file, unless another manifest keeps it.
+/// in the file, unless another manifest keeps it, judged from state alone
+/// (`state diff`).
 fn removed_manifests(
     states: &BTreeMap<String, Stored>,
     all_names: &HashSet<String>,
