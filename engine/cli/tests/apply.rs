@@ -1709,7 +1709,7 @@ fn plan_reads_a_removed_manifests_objects_live_as_apply_does() {
             ),
         );
     }
-    succeed(tazuna(&cluster, dir.path()).arg("apply"));
+    succeed(tazuna(cluster, dir.path()).arg("apply"));
     succeed(cluster.kubectl().args([
         "-n",
         ns,
@@ -1719,7 +1719,7 @@ fn plan_reads_a_removed_manifests_objects_live_as_apply_does() {
         "tazuna.dev/prune=disabled",
     ]));
     common::write(dir.path(), "tazuna.yaml", &file(&entry("stays")));
-    let plan = output(tazuna(&cluster, dir.path()).arg("plan"));
+    let plan = output(tazuna(cluster, dir.path()).arg("plan"));
     let said = text(&plan);
     assert!(
         said.lines()
@@ -1727,8 +1727,8 @@ fn plan_reads_a_removed_manifests_objects_live_as_apply_does() {
                 && l.contains("kept: annotated `tazuna.dev/prune: disabled`")),
         "{said}"
     );
-    let applied = output(tazuna(&cluster, dir.path()).args(["apply", "--prune"]));
+    let applied = output(tazuna(cluster, dir.path()).args(["apply", "--prune"]));
     assert!(applied.status.success(), "{}", text(&applied));
-    assert!(exists(&cluster, &["-n", ns, "configmap", "released"]));
-    succeed(tazuna(&cluster, dir.path()).args(["destroy", "--yes"]));
+    assert!(exists(cluster, &["-n", ns, "configmap", "released"]));
+    succeed(tazuna(cluster, dir.path()).args(["destroy", "--yes"]));
 }
