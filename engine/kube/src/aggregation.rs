@@ -59,10 +59,7 @@ pub fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
 /// Each ClusterRole a third-party plugin of `run` renders, without a grant
 /// naming it, that an aggregated ClusterRole on `cluster` selects. The
 /// aggregated roles are read only when such a ClusterRole is rendered.
-pub async fn check(
-    cluster: &Cluster,
-    run: &[(&Manifest, &Rendered)],
-) -> Result<(), Vec<OwnershipError>> {
+pub async fn check(cluster: &Cluster, run: &[(&Manifest, &Rendered)]) -> Vec<OwnershipError> {
     let roles: Vec<(&Manifest, &Rendered, &str, Map<String, Value>)> = run
         .iter()
         .filter_map(|(manifest, rendered)| Some((manifest, rendered, rendered.scope.as_ref()?)))
@@ -83,7 +80,7 @@ pub async fn check(
         })
         .collect();
     if roles.is_empty() {
-        return Ok(());
+        return Vec::new();
     }
     let api: Api<ClusterRole> = Api::all(cluster.client().clone());
     // Unreadable: the write itself needs the same rights, and will say.
@@ -123,7 +120,7 @@ pub async fn check(
             })
         })
     }));
-    let refused: Vec<OwnershipError> = roles
+    roles
         .into_iter()
         .filter_map(|(manifest, rendered, role, labels)| {
             let (aggregate, _) = aggregates.iter().find(|(aggregate, selectors)| {
@@ -136,12 +133,7 @@ pub async fn check(
                 aggregate: aggregate.clone(),
             })
         })
-        .collect();
-    if refused.is_empty() {
-        Ok(())
-    } else {
-        Err(refused)
-    }
+        .collect()
 }
 
 #[cfg(test)]

@@ -89,11 +89,9 @@ impl Stack {
         run: &[(&Manifest, &Rendered)],
     ) -> Result<(), RunError> {
         let takeovers = tazuna_kube::takeover::check(cluster, states, run).await;
-        let aggregated = tazuna_kube::aggregation::check(cluster, run).await;
-        let classes = tazuna_kube::storage::check(cluster, run).await;
         let mut refused = takeovers.err().unwrap_or_default();
-        refused.extend(aggregated.err().unwrap_or_default());
-        refused.extend(classes.err().unwrap_or_default());
+        refused.extend(tazuna_kube::aggregation::check(cluster, run).await);
+        refused.extend(tazuna_kube::storage::check(cluster, run).await);
         if refused.is_empty() {
             Ok(())
         } else {
