@@ -72,8 +72,10 @@ pub fn describe(error: &anyhow::Error, color: Color) -> Option<String> {
     Some(paint(&format!("error: {message}"), color))
 }
 
-/// The hints of the errors in `error`'s chain, in order.
+/// The hints of the errors in `error`'s chain, in order, each once (an
+/// error and the one it wraps may give the same).
 fn hints(error: &anyhow::Error) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
     error
         .chain()
         .filter_map(|cause| {
@@ -83,8 +85,17 @@ fn hints(error: &anyhow::Error) -> Vec<String> {
             if let Some(fleet) = cause.downcast_ref::<tazuna_engine::fleet::FleetError>() {
                 return fleet.hint();
             }
+            if let Some(plugin) = cause.downcast_ref::<tazuna_engine::plugins::PluginLoadError>() {
+                return plugin.hint();
+            }
+            if let Some(pull) =
+                cause.downcast_ref::<tazuna_engine::distribution::DistributionError>()
+            {
+                return pull.hint();
+            }
             cause.downcast_ref::<OwnershipError>().and_then(Hint::hint)
         })
+        .filter(|hint| seen.insert(hint.clone()))
         .collect()
 }
 

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use tazuna_core::hint::Hint;
 
 use tazuna_core::config::{Plugin, PluginSource};
 
@@ -81,7 +82,7 @@ pub enum PluginLoadError {
     #[error(transparent)]
     Distribution(#[from] DistributionError),
     /// A newly pinned `oci://` plugin asks for capabilities nobody granted.
-    #[error("plugin `{name}` {version} asks for capabilities that `spec.plugins` does not grant: {}\nhint: add them to the plugin's `grants` in tazuna.yaml if you trust it with them, or pin a version that does not need them", missing.join(", "))]
+    #[error("plugin `{name}` {version} asks for capabilities that `spec.plugins` does not grant: {}", missing.join(", "))]
     Ungranted {
         /// Plugin name.
         name: String,
@@ -91,7 +92,7 @@ pub enum PluginLoadError {
         missing: Vec<String>,
     },
     /// The bytes do not match the pinned digest.
-    #[error("plugin `{name}`: digest mismatch: `tazuna.yaml` pins `{expected}` but `{}` has `{actual}`\nhint: if the new component is intended, update `digest` in tazuna.yaml", path.display())]
+    #[error("plugin `{name}`: digest mismatch: `tazuna.yaml` pins `{expected}` but `{}` has `{actual}`", path.display())]
     DigestMismatch {
         /// Plugin name.
         name: String,
@@ -103,9 +104,7 @@ pub enum PluginLoadError {
         actual: String,
     },
     /// The component calls itself by another name than its declaration.
-    #[error(
-        "plugin `{name}`: the component says it is plugin `{reported}`; nothing was loaded\nhint: a declaration (and the pin in tazuna.lock) names one plugin; if `{reported}` is the plugin you want, declare it under its own name, and check tazuna.lock: an edited digest can point at another component"
-    )]
+    #[error("plugin `{name}`: the component says it is plugin `{reported}`; nothing was loaded")]
     NameMismatch {
         /// The declared name.
         name: String,
@@ -122,6 +121,20 @@ pub enum PluginLoadError {
         /// What the plugin reports.
         actual: String,
     },
+}
+
+impl Hint for PluginLoadError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Distribution(error) => return error.hint(),
+            Self::Ungranted { .. } => "add them to the plugin's `grants` in tazuna.yaml if you trust it with them, or pin a version that does not need them".to_owned(),
+            Self::DigestMismatch { .. } => "if the new component is intended, update `digest` in tazuna.yaml".to_owned(),
+            Self::NameMismatch { reported, .. } => format!(
+                "a declaration (and the pin in tazuna.lock) names one plugin; if `{reported}` is the plugin you want, declare it under its own name, and check tazuna.lock: an edited digest can point at another component"
+            ),
+            _ => return None,
+        })
+    }
 }
 
 /// What a plugin is loaded as: the renderer of a manifest `type`, or the

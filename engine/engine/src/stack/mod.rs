@@ -191,6 +191,7 @@ impl Hint for RunError {
                 (!hints.is_empty()).then(|| hints.join("\nhint: "))
             }
             Self::NotInState(_, hint) => Some(hint.clone()),
+            Self::Plugins(error) => error.hint(),
             _ => None,
         }
     }

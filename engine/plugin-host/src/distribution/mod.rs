@@ -45,9 +45,7 @@ pub use source::Source;
 #[derive(Debug, thiserror::Error)]
 pub enum DistributionError {
     /// The reference does not parse.
-    #[error(
-        "plugin `{name}`: `oci://{reference}` is not an OCI reference: {message}\nhint: write `oci://<registry>/<repository>`, optionally with `:<tag>` or `@sha256:<digest>`"
-    )]
+    #[error("plugin `{name}`: `oci://{reference}` is not an OCI reference: {message}")]
     InvalidReference {
         /// Plugin name.
         name: String,
@@ -57,9 +55,7 @@ pub enum DistributionError {
         message: String,
     },
     /// Talking to the registry failed.
-    #[error(
-        "plugin `{name}`: {action} `{reference}`: {message}\nhint: check that the registry is reachable; credentials are read from the docker config (`docker login`)"
-    )]
+    #[error("plugin `{name}`: {action} `{reference}`: {message}")]
     Registry {
         /// Plugin name.
         name: String,
@@ -71,7 +67,7 @@ pub enum DistributionError {
         message: String,
     },
     /// No tag satisfies the version constraint.
-    #[error("plugin `{name}`: no tag of `{reference}` satisfies `{constraint}`; the registry has: {}\nhint: change `version` in tazuna.yaml, or push a matching version", if available.is_empty() { "no semver tags".to_owned() } else { available.join(", ") })]
+    #[error("plugin `{name}`: no tag of `{reference}` satisfies `{constraint}`; the registry has: {}", if available.is_empty() { "no semver tags".to_owned() } else { available.join(", ") })]
     NoMatchingVersion {
         /// Plugin name.
         name: String,
@@ -84,7 +80,7 @@ pub enum DistributionError {
     },
     /// What was pulled is not what was pinned or declared.
     #[error(
-        "plugin `{name}`: digest mismatch: {expected_from} pins `{expected}` but {actual_from} is `{actual}`\nhint: if the new component is intended, update the pin (`tazuna plugin update {name}`, or `digest` in tazuna.yaml); otherwise the registry serves something else than before"
+        "plugin `{name}`: digest mismatch: {expected_from} pins `{expected}` but {actual_from} is `{actual}`"
     )]
     DigestMismatch {
         /// Plugin name.
@@ -100,7 +96,7 @@ pub enum DistributionError {
     },
     /// `tazuna.yaml` no longer matches the pin in `tazuna.lock`.
     #[error(
-        "plugin `{name}`: {what} changed since tazuna.lock pinned it ({pinned} there, {declared} in tazuna.yaml)\nhint: run `tazuna plugin update {name}` to pin it again, then commit tazuna.lock"
+        "plugin `{name}`: {what} changed since tazuna.lock pinned it ({pinned} there, {declared} in tazuna.yaml)"
     )]
     PinOutOfDate {
         /// Plugin name.
@@ -129,13 +125,31 @@ pub enum DistributionError {
         error: std::io::Error,
     },
     /// A component to push is not a WebAssembly component.
-    #[error("`{}` is not a WebAssembly component: {message}\nhint: build the plugin for wasm32-wasip2 (`cargo build --target wasm32-wasip2 --release`)", path.display())]
+    #[error("`{}` is not a WebAssembly component: {message}", path.display())]
     NotAComponent {
         /// The file.
         path: PathBuf,
         /// Why.
         message: String,
     },
+}
+
+impl tazuna_core::hint::Hint for DistributionError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::InvalidReference { .. } => "write `oci://<registry>/<repository>`, optionally with `:<tag>` or `@sha256:<digest>`".to_owned(),
+            Self::Registry { .. } => "check that the registry is reachable; credentials are read from the docker config (`docker login`)".to_owned(),
+            Self::NoMatchingVersion { .. } => "change `version` in tazuna.yaml, or push a matching version".to_owned(),
+            Self::DigestMismatch { name, .. } => format!(
+                "if the new component is intended, update the pin (`tazuna plugin update {name}`, or `digest` in tazuna.yaml); otherwise the registry serves something else than before"
+            ),
+            Self::PinOutOfDate { name, .. } => format!(
+                "run `tazuna plugin update {name}` to pin it again, then commit tazuna.lock"
+            ),
+            Self::NotAComponent { .. } => "build the plugin for wasm32-wasip2 (`cargo build --target wasm32-wasip2 --release`)".to_owned(),
+            Self::Offline { .. } | Self::Read { .. } => return None,
+        })
+    }
 }
 
 /// A component resolved for one plugin.
