@@ -55,13 +55,62 @@ fn reference(resource: &ResourceType, namespace: Option<&str>, name: &str) -> St
     object_ref(resource, namespace, name).to_string()
 }
 
+/// Why a test did not pass: which test, where it is declared, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TestError {
+    /// Its CEL condition does not compile.
+    #[error("{origin}: {error}")]
+    Condition {
+        /// Where the test is declared.
+        origin: String,
+        /// Why the condition does not compile.
+        error: String,
+    },
+    /// It failed `minConsecutiveFailureCount` times in a row.
+    #[error("test {test} ({origin}) failed: {reason}")]
+    Failed {
+        /// The test ([`describe`]).
+        test: String,
+        /// Where it is declared.
+        origin: String,
+        /// What the last attempt saw.
+        reason: String,
+    },
+    /// It did not pass within its `timeoutSeconds`.
+    #[error("test {test} ({origin}) timed out after {seconds}s: {reason}")]
+    TimedOut {
+        /// The test ([`describe`]).
+        test: String,
+        /// Where it is declared.
+        origin: String,
+        /// Its timeout.
+        seconds: u64,
+        /// What the last attempt saw.
+        reason: String,
+    },
+}
+
+impl tazuna_core::hint::Hint for TestError {
+    fn hint(&self) -> Option<String> {
+        Some(match self {
+            Self::Condition { .. } => {
+                "fix the CEL expression; `tazuna check` reports it without a cluster".to_owned()
+            }
+            Self::Failed { .. } => "look at the object with kubectl; the test is checked again on the next apply".to_owned(),
+            Self::TimedOut { .. } => "look at the object with kubectl, or raise the test's `timeoutSeconds` if it only needs longer".to_owned(),
+        })
+    }
+}
+
 /// Run `test` until it passes or fails; the error says which test, where it
 /// is declared and why.
-pub async fn run(client: &Client, cluster: &Cluster, test: &Test) -> Result<(), String> {
+pub async fn run(client: &Client, cluster: &Cluster, test: &Test) -> Result<(), TestError> {
     let (target, condition, should_exist) = match &test.check {
         Check::WaitUntil(w) => {
-            let condition =
-                Condition::compile(&w.condition).map_err(|e| format!("{}: {e}", test.origin))?;
+            let condition = Condition::compile(&w.condition).map_err(|e| TestError::Condition {
+                origin: test.origin.to_string(),
+                error: e.to_string(),
+            })?;
             (
                 object_ref(&w.resource, w.namespace.as_deref(), &w.name),
                 Some(condition),
@@ -113,23 +162,23 @@ pub async fn run(client: &Client, cluster: &Cluster, test: &Test) -> Result<(), 
         match streak.record(ok) {
             Verdict::Passed => return Ok(()),
             Verdict::Failed => {
-                return Err(format!(
-                    "test {} ({}) failed: {last_reason}",
-                    describe(test),
-                    test.origin
-                ));
+                return Err(TestError::Failed {
+                    test: describe(test),
+                    origin: test.origin.to_string(),
+                    reason: last_reason,
+                });
             }
             Verdict::Pending => {}
         }
         if let Some(timeout) = test.timeout
             && started.elapsed() >= timeout
         {
-            return Err(format!(
-                "test {} ({}) timed out after {}s: {last_reason}",
-                describe(test),
-                test.origin,
-                timeout.as_secs()
-            ));
+            return Err(TestError::TimedOut {
+                test: describe(test),
+                origin: test.origin.to_string(),
+                seconds: timeout.as_secs(),
+                reason: last_reason,
+            });
         }
         tokio::time::sleep(test.interval.max(Duration::from_millis(100))).await;
     }

@@ -219,7 +219,7 @@ pub(crate) enum ManifestError {
     #[error("{0}")]
     State(#[from] crate::state::StateError),
     #[error("{0}")]
-    Test(String),
+    Test(#[from] crate::checks::TestError),
     #[error("cannot refresh discovery after applying CRDs: {0}")]
     Discovery(kube::Error),
     #[error("object #{index} has no apiVersion, kind or metadata.name")]
@@ -244,6 +244,7 @@ impl Hint for ManifestError {
                 "waves go in ascending order, such as `{APPLY_WAVE}: \"-1\"` or `\"2\"`; objects without it are wave 0"
             )),
             Self::State(error) => error.hint(),
+            Self::Test(error) => error.hint(),
             Self::Wait(wait::WaitError::NotGone { blocking, .. }) if !blocking.is_empty() => {
                 let names = blocking.join("`, `");
                 Some(format!(

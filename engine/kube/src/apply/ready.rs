@@ -42,7 +42,7 @@ impl Run<'_> {
             if let Err(error) = crate::checks::run(self.client(), self.cluster, test).await {
                 return Some(ManifestOutcome {
                     manifest: "spec.tests".into(),
-                    outcome: Outcome::Failed(Failure::new(error)),
+                    outcome: Outcome::Failed(Failure::of(&error)),
                     counts: Counts::default(),
                     elapsed: started.elapsed(),
                 });
