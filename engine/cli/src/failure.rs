@@ -20,6 +20,36 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
+/// An error of the CLI's own: what is wrong, and apart from it what to do
+/// (printed as its `hint:` line, like every other error's [`Hint`]).
+#[derive(Debug)]
+pub struct Advised {
+    message: String,
+    hint: String,
+}
+
+impl std::fmt::Display for Advised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Advised {}
+
+impl Hint for Advised {
+    fn hint(&self) -> Option<String> {
+        Some(self.hint.clone())
+    }
+}
+
+/// The error `message`, with `hint` for what to do.
+pub fn advised(message: impl Into<String>, hint: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Advised {
+        message: message.into(),
+        hint: hint.into(),
+    })
+}
+
 /// Print `error` on stderr: what is wrong, its causes, then one `hint:`
 /// line for each error in the chain that has one ([`Hint`]).
 pub fn report(error: &anyhow::Error, color: Color) {
@@ -84,6 +114,9 @@ fn hints(error: &anyhow::Error) -> Vec<String> {
             }
             if let Some(fleet) = cause.downcast_ref::<tazuna_engine::fleet::FleetError>() {
                 return fleet.hint();
+            }
+            if let Some(advised) = cause.downcast_ref::<Advised>() {
+                return advised.hint();
             }
             if let Some(plugin) = cause.downcast_ref::<tazuna_engine::plugins::PluginLoadError>() {
                 return plugin.hint();

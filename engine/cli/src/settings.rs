@@ -206,9 +206,9 @@ impl GlobalSettings {
         let selector = match &args.selector {
             None => None,
             Some(text) => Some(Selector::parse(text).map_err(|error| {
-                anyhow::anyhow!(
-                    "{error}\nhint: {}",
-                    tazuna_core::hint::Hint::hint(&error).unwrap_or_default()
+                crate::failure::advised(
+                    error.to_string(),
+                    tazuna_core::hint::Hint::hint(&error).unwrap_or_default(),
                 )
             })?),
         };

@@ -90,9 +90,14 @@ impl Endpoint {
                 .or_else(|| set("OTEL_EXPORTER_OTLP_INSECURE"))
                 .is_some_and(|v| v.eq_ignore_ascii_case("true"));
         let mut url = match given.split_once("://") {
-            Some(("https", _)) if insecure => bail!(
-                "{source} is `{given}`, an https URL, but --otlp-insecure asks for plain text\nhint: give `http://…`, or leave out --otlp-insecure"
-            ),
+            Some(("https", _)) if insecure => {
+                return Err(crate::failure::advised(
+                    format!(
+                        "{source} is `{given}`, an https URL, but --otlp-insecure asks for plain text"
+                    ),
+                    "give `http://…`, or leave out --otlp-insecure",
+                ));
+            }
             Some(("http" | "https", rest)) if !rest.is_empty() => given.clone(),
             Some(_) => {
                 bail!("{source} is `{given}`; give `host:port` or an `http://` or `https://` URL")
@@ -348,12 +353,11 @@ mod tests {
 
     #[test]
     fn contradictions_and_unknown_protocols_are_refused_with_what_to_do() {
-        let error = resolve(Some("https://c:4317"), true, &[])
-            .unwrap_err()
-            .to_string();
+        let error = resolve(Some("https://c:4317"), true, &[]).unwrap_err();
+        let said = crate::failure::describe(&error, crate::report::Color::Never).unwrap();
         assert!(
-            error.contains("https URL") && error.contains("hint:"),
-            "{error}"
+            said.contains("https URL") && said.contains("\nhint: give `http://"),
+            "{said}"
         );
         let error = resolve(
             Some("c:4317"),

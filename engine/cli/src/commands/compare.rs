@@ -126,11 +126,13 @@ fn side(declared: &config::Fleet, name: &str) -> anyhow::Result<Target> {
                 .iter()
                 .map(|t| format!("`{}`", t.name))
                 .collect();
-            anyhow::bail!(
-                "environment `{name}` has {} clusters; compare two clusters\nhint: its clusters: {}",
-                names.len(),
-                names.join(", ")
-            )
+            Err(crate::failure::advised(
+                format!(
+                    "environment `{name}` has {} clusters; compare two clusters",
+                    names.len()
+                ),
+                format!("its clusters: {}", names.join(", ")),
+            ))
         }
         None => {
             let known: Vec<String> = declared
@@ -142,15 +144,15 @@ fn side(declared: &config::Fleet, name: &str) -> anyhow::Result<Target> {
                 .into_iter()
                 .map(|n| format!("`{n}`"))
                 .collect();
-            anyhow::bail!(
-                "`{name}` is neither an environment nor a cluster of this file\nhint: {}",
+            Err(crate::failure::advised(
+                format!("`{name}` is neither an environment nor a cluster of this file"),
                 if known.is_empty() {
                     "this file declares no environments; add them under `spec.environments`"
                         .to_owned()
                 } else {
                     format!("declared: {}", known.join(", "))
-                }
-            )
+                },
+            ))
         }
     }
 }

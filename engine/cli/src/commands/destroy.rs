@@ -64,12 +64,16 @@ const DESTROY_GUARD: &str = "TAZUNA_DESTROY_EXECUTABLE";
 fn guard_allows(guard: Option<&str>, force: bool) -> anyhow::Result<()> {
     match guard {
         Some("true") => Ok(()),
-        Some(other) => bail!(
-            "destroy is forbidden here: {DESTROY_GUARD} is `{other}`\nhint: this environment guards against destroy; set {DESTROY_GUARD}=true where destroying is intended"
-        ),
-        None if force => bail!(
-            "`--force` destroys only where {DESTROY_GUARD}=true is set, as in Go Tazuna\nhint: set {DESTROY_GUARD}=true for this run, or confirm with `--yes`"
-        ),
+        Some(other) => Err(crate::failure::advised(
+            format!("destroy is forbidden here: {DESTROY_GUARD} is `{other}`"),
+            format!(
+                "this environment guards against destroy; set {DESTROY_GUARD}=true where destroying is intended"
+            ),
+        )),
+        None if force => Err(crate::failure::advised(
+            format!("`--force` destroys only where {DESTROY_GUARD}=true is set, as in Go Tazuna"),
+            format!("set {DESTROY_GUARD}=true for this run, or confirm with `--yes`"),
+        )),
         None => Ok(()),
     }
 }
@@ -153,11 +157,14 @@ impl Destroy {
             return Ok(true);
         }
         if !std::io::stdin().is_terminal() {
-            bail!(
-                "destroy deletes {} objects of {} manifests and needs a confirmation\nhint: pass `--yes` to confirm without a terminal",
-                teardown.objects,
-                teardown.manifests.len()
-            );
+            return Err(crate::failure::advised(
+                format!(
+                    "destroy deletes {} objects of {} manifests and needs a confirmation",
+                    teardown.objects,
+                    teardown.manifests.len()
+                ),
+                "pass `--yes` to confirm without a terminal",
+            ));
         }
         eprint!(
             "delete {} objects of {} manifests ({}) from {}? type `yes`: ",

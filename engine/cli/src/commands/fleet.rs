@@ -126,22 +126,26 @@ pub async fn scope(
         return Ok(Scope::One(Box::new(one)));
     }
     if settings.connect.context.is_some() || settings.connect.kubeconfig.is_some() {
-        anyhow::bail!(
-            "`--context` and `--kubeconfig` name one cluster, and the flags select {} ({})\nhint: give each cluster its `context` (and `kubeconfig`) in `spec.environments`, or select one cluster",
-            targets.len(),
-            targets
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        return Err(crate::failure::advised(
+            format!(
+                "`--context` and `--kubeconfig` name one cluster, and the flags select {} ({})",
+                targets.len(),
+                targets
+                    .iter()
+                    .map(|t| t.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "give each cluster its `context` (and `kubeconfig`) in `spec.environments`, or select one cluster",
+        ));
     }
     let mut pace = Pace::from(&declared.rollout);
     if let Some(max) = rollout.max_parallel {
         if max == 0 {
-            anyhow::bail!(
-                "`--max-parallel 0` would run no cluster\nhint: use 1 to run clusters one at a time"
-            );
+            return Err(crate::failure::advised(
+                "`--max-parallel 0` would run no cluster",
+                "use 1 to run clusters one at a time",
+            ));
         }
         pace.max_parallel = max;
     }

@@ -93,10 +93,7 @@ impl SecretToGenesisSecret {
             // Parsed as a shape that never holds a value, so none stays in memory
             // past this point and none can reach an error message.
             let secret: SecretDoc = serde_yaml::from_value(value).map_err(|_| {
-                anyhow::anyhow!(
-                    "{from}: document {} is not a Kubernetes Secret manifest\nhint: give a file of `kind: Secret` documents, such as `kubectl get secret <name> -o yaml` prints",
-                    index + 1
-                )
+                crate::failure::advised(format!("{from}: document {} is not a Kubernetes Secret manifest", index + 1), "give a file of `kind: Secret` documents, such as `kubectl get secret <name> -o yaml` prints")
             })?;
             let (name, genesis) = self
                 .convert(&secret)
@@ -114,7 +111,10 @@ impl SecretToGenesisSecret {
             stored.push((name, keys));
         }
         if stored.is_empty() {
-            bail!("{from} holds no Secret\nhint: give a file of `kind: Secret` documents");
+            return Err(crate::failure::advised(
+                format!("{from} holds no Secret"),
+                "give a file of `kind: Secret` documents",
+            ));
         }
         outln!("{}", out.trim_end());
         let provider = self.provider.as_deref().unwrap_or("default-op");
@@ -161,10 +161,13 @@ impl SecretToGenesisSecret {
     fn convert(&self, secret: &SecretDoc) -> anyhow::Result<(String, serde_json::Value)> {
         let kind = secret.kind.as_deref().unwrap_or_default();
         if kind != "Secret" || secret.api_version.as_deref() != Some("v1") {
-            bail!(
-                "is `{} {kind}`, not a `v1 Secret`\nhint: only Secrets convert; leave the other objects where they are",
-                secret.api_version.as_deref().unwrap_or("?")
-            );
+            return Err(crate::failure::advised(
+                format!(
+                    "is `{} {kind}`, not a `v1 Secret`",
+                    secret.api_version.as_deref().unwrap_or("?")
+                ),
+                "only Secrets convert; leave the other objects where they are",
+            ));
         }
         let Some(name) = secret.metadata.name.clone() else {
             bail!("the Secret has no `metadata.name`");

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 
 use crate::settings::GlobalSettings;
@@ -47,10 +47,12 @@ impl Init {
         }
         let mut file = match options.open(path) {
             Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => bail!(
-                "`{}` already exists; nothing was written\nhint: pass `--force` to overwrite it, or `-f <path>` to write elsewhere",
-                path.display()
-            ),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(crate::failure::advised(
+                    format!("`{}` already exists; nothing was written", path.display()),
+                    "pass `--force` to overwrite it, or `-f <path>` to write elsewhere",
+                ));
+            }
             Err(e) => return Err(e).with_context(|| format!("cannot create `{}`", path.display())),
         };
         file.write_all(tazuna_core::config::STARTER.as_bytes())

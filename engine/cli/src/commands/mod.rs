@@ -78,9 +78,10 @@ pub fn open(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> 
 /// them as errors).
 pub fn open_quietly(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> {
     if !settings.is_single() {
-        anyhow::bail!(
-            "this command runs on one cluster, and the flags select several\nhint: select one with `-e <environment>` or `--cluster <name>`; `apply`, `plan`, `status`, `state drift` and `destroy` run on several"
-        );
+        return Err(crate::failure::advised(
+            "this command runs on one cluster, and the flags select several",
+            "select one with `-e <environment>` or `--cluster <name>`; `apply`, `plan`, `status`, `state drift` and `destroy` run on several",
+        ));
     }
     let options = StackOptions {
         file: settings.file.clone(),

@@ -108,25 +108,28 @@ pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<String>> {
             .chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
     if !valid {
-        anyhow::bail!(
-            "`{}`: the directory's name is the plugin's name, and `{name}` is not one\nhint: use lowercase letters, digits and `-`, starting with a letter (it becomes the manifest or provider `type`)",
-            plan.dir.display()
-        );
+        return Err(crate::failure::advised(
+            format!(
+                "`{}`: the directory's name is the plugin's name, and `{name}` is not one",
+                plan.dir.display()
+            ),
+            "use lowercase letters, digits and `-`, starting with a letter (it becomes the manifest or provider `type`)",
+        ));
     }
     if std::fs::read_dir(&plan.dir).is_ok_and(|mut entries| entries.next().is_some()) {
-        anyhow::bail!(
-            "`{}` already exists and is not empty\nhint: pick a new directory; nothing was written",
-            plan.dir.display()
-        );
+        return Err(crate::failure::advised(
+            format!("`{}` already exists and is not empty", plan.dir.display()),
+            "pick a new directory; nothing was written",
+        ));
     }
     let (sdk, patch) = match &plan.sdk_path {
         Some(path) => {
             let path = std::path::absolute(path)?;
             if !path.join("Cargo.toml").is_file() {
-                anyhow::bail!(
-                    "`{}` has no Cargo.toml\nhint: `--sdk-path` names the `sdk/` directory of a Tazuna checkout",
-                    path.display()
-                );
+                return Err(crate::failure::advised(
+                    format!("`{}` has no Cargo.toml", path.display()),
+                    "`--sdk-path` names the `sdk/` directory of a Tazuna checkout",
+                ));
             }
             (
                 format!("{{ path = {} }}", toml_string(&path.to_string_lossy())),

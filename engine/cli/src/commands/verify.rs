@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, anyhow};
+use anyhow::Context;
 use clap::Args;
 use tazuna_controlplane::{Assets, ClusterConfig, Tool};
 
@@ -54,10 +54,13 @@ impl Verify {
                 .iter()
                 .map(|t| format!("`{}`", t.binary_name()))
                 .collect();
-            return Err(anyhow!(
-                "cannot start a control plane: {} not found in {}\nhint: run `tests/controlplane/install.sh` from a Tazuna checkout, or point `--assets`/`TAZUNA_ASSETS` at a directory with these binaries",
-                names.join(", "),
-                assets.describe()
+            return Err(crate::failure::advised(
+                format!(
+                    "cannot start a control plane: {} not found in {}",
+                    names.join(", "),
+                    assets.describe()
+                ),
+                "run `tests/controlplane/install.sh` from a Tazuna checkout, or point `--assets`/`TAZUNA_ASSETS` at a directory with these binaries",
             ));
         }
         eprintln!(

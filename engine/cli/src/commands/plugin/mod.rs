@@ -165,15 +165,20 @@ fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCod
         .collect();
     for name in names {
         if !oci.contains(&name.as_str()) {
-            anyhow::bail!(
-                "`{name}` is not an `oci://` plugin of {}\nhint: the `oci://` plugins are: {}",
-                settings.file.display(),
-                if oci.is_empty() {
-                    "none".to_owned()
-                } else {
-                    oci.join(", ")
-                }
-            );
+            return Err(crate::failure::advised(
+                format!(
+                    "`{name}` is not an `oci://` plugin of {}",
+                    settings.file.display()
+                ),
+                format!(
+                    "the `oci://` plugins are: {}",
+                    if oci.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        oci.join(", ")
+                    }
+                ),
+            ));
         }
     }
     let roles = stack.declared_roles();
@@ -247,9 +252,10 @@ fn push(
     reference: &str,
 ) -> anyhow::Result<ExitCode> {
     let Some(target) = reference.strip_prefix("oci://") else {
-        anyhow::bail!(
-            "`{reference}` is not an `oci://` reference\nhint: write `oci://<registry>/<repository>:<version>`"
-        );
+        return Err(crate::failure::advised(
+            format!("`{reference}` is not an `oci://` reference"),
+            "write `oci://<registry>/<repository>:<version>`",
+        ));
     };
     // Load it first: a component that is not a Tazuna plugin is not published.
     let (name, bytes) = read_component(component)?;
@@ -285,10 +291,10 @@ fn read_component(path: &std::path::Path) -> anyhow::Result<(String, Vec<u8>)> {
         .map_err(|e| anyhow::anyhow!("cannot read `{}`: {e}", path.display()))?;
     // A component's preamble: the wasm magic, then version 0x0d and layer 1.
     if !bytes.starts_with(b"\0asm\x0d\0\x01\0") {
-        anyhow::bail!(
-            "`{}` is not a WebAssembly component\nhint: build the plugin for wasm32-wasip2 (`cargo build --target wasm32-wasip2 --release`)",
-            path.display()
-        );
+        return Err(crate::failure::advised(
+            format!("`{}` is not a WebAssembly component", path.display()),
+            "build the plugin for wasm32-wasip2 (`cargo build --target wasm32-wasip2 --release`)",
+        ));
     }
     let label = path.file_stem().map_or_else(
         || "plugin".to_owned(),
@@ -308,9 +314,12 @@ fn describe(
         Ok(plugin) => Ok((plugin.info().clone(), SOURCE_WORLD)),
         Err(not_a_source) => match host.load_resolver(label, bytes, Grants::List(&[])) {
             Ok(resolver) => Ok((resolver.info().clone(), RESOLVER_WORLD)),
-            Err(_) => anyhow::bail!(
-                "{not_a_source}\nhint: a plugin targets `{SOURCE_WORLD}` or `{RESOLVER_WORLD}`; build it with tazuna-sdk"
-            ),
+            Err(_) => Err(crate::failure::advised(
+                not_a_source.to_string(),
+                format!(
+                    "a plugin targets `{SOURCE_WORLD}` or `{RESOLVER_WORLD}`; build it with tazuna-sdk"
+                ),
+            )),
         },
     }
 }
@@ -320,18 +329,28 @@ fn describe(
 fn tagged(target: &str, name: &str, version: &str) -> anyhow::Result<String> {
     let source = distribution::Source::parse(name, target)?;
     if source.digest.is_some() {
-        anyhow::bail!(
-            "`oci://{target}` names a digest; a push names a repository and the tag to create\nhint: write `oci://<registry>/<repository>`; the tag is the plugin's version, {version}"
-        );
+        return Err(crate::failure::advised(
+            format!(
+                "`oci://{target}` names a digest; a push names a repository and the tag to create"
+            ),
+            format!(
+                "write `oci://<registry>/<repository>`; the tag is the plugin's version, {version}"
+            ),
+        ));
     }
     match &source.tag {
         None => Ok(format!("{target}:{version}")),
         Some(tag) if tag == version || tag.strip_prefix('v') == Some(version) => {
             Ok(target.to_owned())
         }
-        Some(tag) => anyhow::bail!(
-            "plugin `{name}` is version {version}, and the tag is `{tag}`: a plugin's tag must be its version, or pins of it fail later\nhint: push it as `oci://{}:{version}` (or leave the tag out), or change the version in its Cargo.toml",
-            source.repository_url().trim_start_matches("oci://")
-        ),
+        Some(tag) => Err(crate::failure::advised(
+            format!(
+                "plugin `{name}` is version {version}, and the tag is `{tag}`: a plugin's tag must be its version, or pins of it fail later"
+            ),
+            format!(
+                "push it as `oci://{}:{version}` (or leave the tag out), or change the version in its Cargo.toml",
+                source.repository_url().trim_start_matches("oci://")
+            ),
+        )),
     }
 }

@@ -51,14 +51,15 @@ fn json_argument(flag: &str, text: &str) -> anyhow::Result<serde_json::Value> {
         None => ("the argument".to_owned(), text.to_owned()),
     };
     let value: serde_json::Value = serde_yaml::from_str(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{flag}: {from} is neither JSON nor YAML: {e}\nhint: quote it for the shell, as in `{flag} '{{\"key\": \"value\"}}'`, or write `{flag} @config.yaml`"
-        )
+        crate::failure::advised(format!("{flag}: {from} is neither JSON nor YAML: {e}"), format!("quote it for the shell, as in `{flag} '{{\"key\": \"value\"}}'`, or write `{flag} @config.yaml`"))
     })?;
     if !value.is_object() {
-        anyhow::bail!(
-            "{flag}: {from} is not a mapping\nhint: it is the block under `<type>:` in tazuna.yaml, as in `{flag} '{{\"key\": \"value\"}}'`"
-        );
+        return Err(crate::failure::advised(
+            format!("{flag}: {from} is not a mapping"),
+            format!(
+                "it is the block under `<type>:` in tazuna.yaml, as in `{flag} '{{\"key\": \"value\"}}'`"
+            ),
+        ));
     }
     Ok(value)
 }
@@ -74,10 +75,10 @@ pub(super) fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result
         None => serde_json::json!({}),
     };
     if !plan.dir.is_dir() {
-        anyhow::bail!(
-            "`{}` is not a directory\nhint: `--dir` is the manifest directory the plugin reads, where tazuna.yaml would be",
-            plan.dir.display()
-        );
+        return Err(crate::failure::advised(
+            format!("`{}` is not a directory", plan.dir.display()),
+            "`--dir` is the manifest directory the plugin reads, where tazuna.yaml would be",
+        ));
     }
     let component = std::path::Path::new(
         plan.component
@@ -93,14 +94,18 @@ pub(super) fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result
                 .load_resolver(&label, &bytes, Grants::List(&[]))
                 .is_ok()
             {
-                anyhow::bail!(
-                    "`{}` is a secret resolver, and `plugin run` renders with source plugins\nhint: declare it in spec.plugins and name it as a provider's `type`; `tazuna plugin inspect` shows what it is",
-                    component.display()
-                );
+                return Err(crate::failure::advised(
+                    format!(
+                        "`{}` is a secret resolver, and `plugin run` renders with source plugins",
+                        component.display()
+                    ),
+                    "declare it in spec.plugins and name it as a provider's `type`; `tazuna plugin inspect` shows what it is",
+                ));
             }
-            anyhow::bail!(
-                "{not_a_source}\nhint: a plugin targets `{SOURCE_WORLD}`; build it with tazuna-sdk"
-            );
+            return Err(crate::failure::advised(
+                format!("{not_a_source}"),
+                format!("a plugin targets `{SOURCE_WORLD}`; build it with tazuna-sdk"),
+            ));
         }
     };
     let info = plugin.info().clone();
@@ -211,9 +216,12 @@ pub(super) fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result
     let mut objects = Vec::with_capacity(output.manifests.len());
     for document in &output.manifests {
         let object: serde_json::Value = serde_yaml::from_str(&document.content).map_err(|e| {
-            anyhow::anyhow!(
-                "manifest `{manifest}`: plugin `{}` returned a document that is not YAML: {e}\nhint: each `Manifest` the plugin returns holds one Kubernetes object",
-                info.name
+            crate::failure::advised(
+                format!(
+                    "manifest `{manifest}`: plugin `{}` returned a document that is not YAML: {e}",
+                    info.name
+                ),
+                "each `Manifest` the plugin returns holds one Kubernetes object",
             )
         })?;
         objects.push((document.origin.clone(), object));
