@@ -1,7 +1,7 @@
 //! Write Tazuna plugins in Rust.
 //!
 //! Every source type in Tazuna (`manifests`, `helm`, `kustomize`, ...) is a WebAssembly component
-//! that implements the `tazuna:plugin@0.1.0` contract in `wit/plugin.wit`. This crate is the guest
+//! that implements the `tazuna:plugin@0.1.1` contract in `wit/plugin.wit`. This crate is the guest
 //! side of that contract: implement [`SourcePlugin`] (or [`SecretResolver`]) for a type, hand the
 //! type to [`export_source_plugin!`] (or [`export_secret_resolver!`]), and build the crate as a
 //! `cdylib` for `wasm32-wasip2`. The SDK parses the manifest's config into your typed `Config`,
@@ -57,6 +57,7 @@ pub mod log;
 mod secret;
 mod source;
 pub mod tools;
+pub mod traits;
 mod types;
 
 pub use config::NoConfig;
@@ -158,11 +159,11 @@ pub mod bindings {
             export_macro_name: "export_secret_resolver_world",
             default_bindings_module: "tazuna_sdk::__private::bindings::secret_resolver",
             with: {
-                "tazuna:plugin/types@0.1.0": crate::bindings::source::tazuna::plugin::types,
-                "tazuna:plugin/log@0.1.0": crate::bindings::source::tazuna::plugin::log,
-                "tazuna:plugin/exec@0.1.0": crate::bindings::source::tazuna::plugin::exec,
-                "tazuna:plugin/tools@0.1.0": crate::bindings::source::tazuna::plugin::tools,
-                "tazuna:plugin/artifacts@0.1.0": crate::bindings::source::tazuna::plugin::artifacts,
+                "tazuna:plugin/types@0.1.1": crate::bindings::source::tazuna::plugin::types,
+                "tazuna:plugin/log@0.1.1": crate::bindings::source::tazuna::plugin::log,
+                "tazuna:plugin/exec@0.1.1": crate::bindings::source::tazuna::plugin::exec,
+                "tazuna:plugin/tools@0.1.1": crate::bindings::source::tazuna::plugin::tools,
+                "tazuna:plugin/artifacts@0.1.1": crate::bindings::source::tazuna::plugin::artifacts,
             },
         });
     }

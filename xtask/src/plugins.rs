@@ -35,6 +35,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_envfile", "envfile"),
     ("tazuna_plugin_onepassword", "onepassword"),
     ("tazuna_plugin_probe", "probe"),
+    ("tazuna_plugin_contract_0_1_0", "contract-0.1.0"),
     ("tazuna_example_plugin", "example"),
     ("tazuna_example_resolver", "example-resolver"),
 ];
@@ -56,7 +57,14 @@ const BUILTINS_DIR: &str = "engine/plugin-host/builtins";
 
 /// What the built-ins are built from, relative to the workspace root: hashed into `BUILT`.
 /// Directories are walked, leaving out `target` and `testing` (the sandbox probe).
-const SOURCES: &[&str] = &["plugins", "sdk/Cargo.toml", "sdk/src", "wit"];
+const SOURCES: &[&str] = &[
+    "plugins",
+    "sdk/Cargo.toml",
+    "sdk/src",
+    "sdk/gotmpl/Cargo.toml",
+    "sdk/gotmpl/src",
+    "wit",
+];
 
 /// Bytes 4..8 of a WebAssembly file: version and layer. A component has layer 1.
 const COMPONENT_PREAMBLE: [u8; 4] = [0x0d, 0x00, 0x01, 0x00];

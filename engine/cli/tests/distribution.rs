@@ -199,7 +199,7 @@ fn an_oci_plugin_is_pinned_in_the_lock_cached_and_then_runs_offline() {
     assert_eq!(pin["version"], "0.1.0");
     assert_eq!(pin["manifestDigest"], digest.as_str());
     assert_eq!(pin["componentDigest"], sha256_file(&example).as_str());
-    assert_eq!(pin["world"], "tazuna:plugin/source-plugin@0.1.0");
+    assert_eq!(pin["world"], "tazuna:plugin/source-plugin@0.1.1");
     let cached = cache
         .join("blobs/sha256")
         .join(sha256_file(&example).trim_start_matches("sha256:"));
@@ -465,9 +465,9 @@ spec:
         .iter()
         .find(|row| row["source"] == format!("oci://{host}/plugins/files").as_str())
         .unwrap_or_else(|| panic!("files is listed: {list:#}"));
-    assert_eq!(row["world"], "tazuna:plugin/secret-resolver-plugin@0.1.0");
+    assert_eq!(row["world"], "tazuna:plugin/secret-resolver-plugin@0.1.1");
     let pin = &lock(root)["plugins"]["files"];
-    assert_eq!(pin["world"], "tazuna:plugin/secret-resolver-plugin@0.1.0");
+    assert_eq!(pin["world"], "tazuna:plugin/secret-resolver-plugin@0.1.1");
     assert_eq!(pin["manifestDigest"], digest.as_str());
     assert_eq!(pin["componentDigest"], sha256_file(&resolver).as_str());
 
@@ -595,7 +595,7 @@ fn inspect_reads_only_the_manifest_and_config_and_names_what_it_cannot_know() {
         assert_eq!(annotations["org.opencontainers.image.version"], "0.1.0");
         assert_eq!(
             annotations["dev.tazuna.plugin.world"],
-            "tazuna:plugin/source-plugin@0.1.0"
+            "tazuna:plugin/source-plugin@0.1.1"
         );
         assert_eq!(annotations["dev.tazuna.plugin.capabilities"], "[]");
     } else {
@@ -625,7 +625,7 @@ fn inspect_reads_only_the_manifest_and_config_and_names_what_it_cannot_know() {
     let json: Value = serde_json::from_slice(&inspected.stdout).unwrap();
     assert_eq!(json["name"], "configmap", "{json:#}");
     assert_eq!(json["version"], "0.1.0");
-    assert_eq!(json["world"], "tazuna:plugin/source-plugin@0.1.0");
+    assert_eq!(json["world"], "tazuna:plugin/source-plugin@0.1.1");
     assert_eq!(json["requestedCapabilities"], serde_json::json!([]));
     assert_eq!(json["manifestDigest"], digest.as_str());
     assert_eq!(json["componentDigest"], layer.as_str());
@@ -725,7 +725,7 @@ fn inspect_reads_only_the_manifest_and_config_and_names_what_it_cannot_know() {
         .as_str()
     );
     assert_eq!(json["componentDigest"], layer_digest.as_str());
-    assert_eq!(json["world"], "tazuna:plugin/source-plugin@0.1.0");
+    assert_eq!(json["world"], "tazuna:plugin/source-plugin@0.1.1");
     assert_eq!(json["version"], Value::Null);
     assert_eq!(json["requestedCapabilities"], Value::Null);
     assert!(

@@ -126,7 +126,7 @@ fn plugin_list_shows_builtins_as_wasm_components() {
         .iter()
         .find(|p| p["name"] == "manifests")
         .expect("the manifests built-in is listed");
-    assert_eq!(manifests["world"], "tazuna:plugin/source-plugin@0.1.0");
+    assert_eq!(manifests["world"], "tazuna:plugin/source-plugin@0.1.1");
     assert_eq!(manifests["source"], "builtin");
     assert_eq!(manifests["capabilities"], serde_json::json!([]));
     // The secret resolvers are components of their own world.
@@ -138,7 +138,7 @@ fn plugin_list_shows_builtins_as_wasm_components() {
         .expect("the onepassword resolver is listed");
     assert_eq!(
         onepassword["world"],
-        "tazuna:plugin/secret-resolver-plugin@0.1.0"
+        "tazuna:plugin/secret-resolver-plugin@0.1.1"
     );
     assert_eq!(onepassword["capabilities"], serde_json::json!(["exec:op"]));
 }

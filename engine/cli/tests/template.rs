@@ -149,7 +149,7 @@ spec:
             .unwrap()
             .iter()
             .any(|row| row["name"] == "hello"
-                && row["world"] == "tazuna:plugin/source-plugin@0.1.0"
+                && row["world"] == "tazuna:plugin/source-plugin@0.1.1"
                 && row["source"] == format!("file://{}", wasm.display())),
         "{list:#}"
     );
@@ -287,11 +287,11 @@ spec:
     };
     assert_eq!(
         world("greeter").as_deref(),
-        Some("tazuna:plugin/source-plugin@0.1.0")
+        Some("tazuna:plugin/source-plugin@0.1.1")
     );
     assert_eq!(
         world("vault").as_deref(),
-        Some("tazuna:plugin/secret-resolver-plugin@0.1.0")
+        Some("tazuna:plugin/secret-resolver-plugin@0.1.1")
     );
 
     // A resolver that no provider names yet is still listed, in its world.
@@ -312,7 +312,7 @@ spec:
             .unwrap()
             .iter()
             .any(|row| row["name"] == "vault"
-                && row["world"] == "tazuna:plugin/secret-resolver-plugin@0.1.0"),
+                && row["world"] == "tazuna:plugin/secret-resolver-plugin@0.1.1"),
         "{unused:#}"
     );
     std::fs::write(project.join("tazuna.yaml"), &config).unwrap();
@@ -342,7 +342,7 @@ spec:
     let checked = output(tazuna().arg("check"));
     assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
     assert!(
-        text(&checked).contains("a secret resolver must target the WIT world `tazuna:plugin/secret-resolver-plugin@0.1.0`"),
+        text(&checked).contains("a secret resolver must target the WIT world `tazuna:plugin/secret-resolver-plugin@0.1.1`"),
         "{}",
         text(&checked)
     );
@@ -454,5 +454,62 @@ fn plugin_run_renders_one_config_with_the_example_plugin() {
         String::from_utf8_lossy(&bad.stderr).contains("--config: the argument is not a mapping"),
         "{}",
         text(&bad)
+    );
+}
+
+/// The render traits of the contract's 0.1.1 addition reach the host, and a
+/// component built against the released 0.1.0 contract (no SDK, no traits)
+/// still loads and renders, taking the defaults.
+#[test]
+fn a_render_declares_its_traits_and_a_component_of_the_0_1_0_contract_still_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |plugin: &str, args: &[&str]| {
+        output(
+            Command::new(env!("CARGO_BIN_EXE_tazuna"))
+                .current_dir(dir.path())
+                .env("NO_COLOR", "1")
+                .env("TAZUNA_CACHE_DIR", dir.path().join(".cache"))
+                .args(["plugin", "run"])
+                .arg(common::plugin(plugin))
+                .args(args),
+        )
+    };
+    let config = r#"{"action": "drawn", "objects": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "drawn"}, "data": {"token": "{{random}}"}}]}"#;
+    let drawn = run("probe", &["--config", config, "-o", "json"]);
+    assert!(drawn.status.success(), "{}", text(&drawn));
+    assert!(
+        String::from_utf8_lossy(&drawn.stderr).contains(
+            "note: the render declared that it does not read the cluster and is not deterministic"
+        ),
+        "{}",
+        text(&drawn)
+    );
+    let again = run("probe", &["--config", config, "-o", "json"]);
+    let token = |out: &std::process::Output| {
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+        list["items"][0]["data"]["token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_ne!(
+        token(&drawn),
+        token(&again),
+        "the probe draws anew, as it declared"
+    );
+
+    let released = run(
+        "contract-0.1.0",
+        &["--config", "{}", "--name", "old", "-o", "json"],
+    );
+    assert!(released.status.success(), "{}", text(&released));
+    let list: Value = serde_json::from_slice(&released.stdout).unwrap();
+    assert_eq!(list["items"][0]["metadata"]["name"], "old");
+    assert!(
+        String::from_utf8_lossy(&released.stderr).contains(
+            "note: the render declared no traits: it is taken to read the cluster and to be deterministic"
+        ),
+        "{}",
+        text(&released)
     );
 }

@@ -99,6 +99,29 @@ pub struct Object {
     pub generated: Vec<crate::generated::Field>,
 }
 
+/// What a render said its output depends on (the WIT `render-traits`
+/// import). A render that says nothing, as every plugin built against the
+/// 0.1.0 contract, gets the defaults: it reads the cluster and is
+/// deterministic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderTraits {
+    /// The output depends on the cluster's capabilities: it is rendered again
+    /// once an earlier layer's CRDs are served.
+    pub reads_cluster: bool,
+    /// Two renders of the same inputs agree; when not, a second render finds
+    /// the generated fields.
+    pub deterministic: bool,
+}
+
+impl Default for RenderTraits {
+    fn default() -> Self {
+        Self {
+            reads_cluster: true,
+            deterministic: true,
+        }
+    }
+}
+
 /// A manifest, rendered.
 #[derive(Debug, Clone)]
 pub struct Rendered {
@@ -117,6 +140,8 @@ pub struct Rendered {
     /// What the plugin may create, for a third-party plugin; `None` for a
     /// built-in, which renders only what the user's files say.
     pub scope: Option<EmitScope>,
+    /// What the render said its output depends on.
+    pub traits: RenderTraits,
 }
 
 /// Why a secret reference in a render's Secret is not resolved.
@@ -215,6 +240,7 @@ mod tests {
             objects: Vec::new(),
             upstream: Vec::new(),
             scope,
+            traits: RenderTraits::default(),
         }
     }
 

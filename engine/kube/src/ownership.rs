@@ -586,6 +586,7 @@ mod tests {
                 .collect(),
             upstream: Vec::new(),
             scope: None,
+            traits: Default::default(),
         }
     }
 

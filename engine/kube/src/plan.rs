@@ -778,6 +778,7 @@ mod tests {
                 .collect(),
             upstream: Vec::new(),
             scope: None,
+            traits: Default::default(),
         }
     }
 

@@ -18,8 +18,8 @@ use tazuna_core::lock::{Lockfile, SourcePin};
 pub use tazuna_core::render::{ClusterInfo, EmitScope, Object, Rendered};
 
 use crate::host::{
-    Diagnostic, HostError, PluginError, PluginHost, RenderRequest, RenderedDocument, Severity,
-    SourcePlugin,
+    Diagnostic, HostError, PluginError, PluginHost, PluginRender, RenderRequest, RenderedDocument,
+    Severity, SourcePlugin,
 };
 use crate::plugins::PluginSet;
 
@@ -352,7 +352,11 @@ pub fn render_one(
                 error,
             })
     };
-    let (output, revealed) = failed(host.render(plugin, &manifest.base_dir, request))?;
+    let PluginRender {
+        output,
+        revealed,
+        traits,
+    } = failed(host.render(plugin, &manifest.base_dir, request))?;
     for diagnostic in &output.diagnostics {
         match diagnostic.severity {
             Severity::Error | Severity::Warning => {
@@ -388,8 +392,8 @@ pub fn render_one(
         // Outside Secrets, a render that got the secrets must be the render
         // that did not: whatever a tool made of a value (upper case, hex, a
         // hash, a piece of it) shows as a difference.
-        let (withheld, _) = failed(host.render_withheld(plugin, &manifest.base_dir, again))?;
-        if let Some(object) = derived_from_secrets(&documents, &withheld.manifests) {
+        let withheld = failed(host.render_withheld(plugin, &manifest.base_dir, again))?;
+        if let Some(object) = derived_from_secrets(&documents, &withheld.output.manifests) {
             return Err(RenderError::DerivedFromSecret {
                 manifest: manifest.name.clone(),
                 plugin: plugin.info().name.clone(),
@@ -415,6 +419,7 @@ pub fn render_one(
                 digest: pin.digest,
             })
             .collect(),
+        traits: traits.unwrap_or_default(),
     })
 }
 
@@ -640,6 +645,7 @@ mod tests {
             objects: Vec::new(),
             upstream,
             scope: None,
+            traits: Default::default(),
         })
     }
 

@@ -52,6 +52,7 @@ pub fn render(request: &RenderRequest) -> Result<RenderOutput, PluginError> {
 
     let mut output = RenderOutput::new(manifests);
     output.diagnostics = objects.notes;
+    declare_plain(request.namespace.as_deref());
     if found.searched && found.inputs.is_empty() {
         let message = format!("`{path}` holds no *.yaml, *.yml or *.json files");
         output
@@ -59,4 +60,14 @@ pub fn render(request: &RenderRequest) -> Result<RenderOutput, PluginError> {
             .push(Diagnostic::warning(message).at(path));
     }
     Ok(output)
+}
+
+/// What a render of files the source only reads declares: deterministic,
+/// and reading the cluster only for the scope of the kinds it gives a
+/// default `namespace` (see [`crate::encode`]).
+pub fn declare_plain(namespace: Option<&str>) {
+    tazuna_sdk::traits::declare(tazuna_sdk::traits::RenderTraits {
+        reads_cluster: namespace.is_some_and(|namespace| !namespace.is_empty()),
+        deterministic: true,
+    });
 }

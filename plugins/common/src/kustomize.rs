@@ -69,6 +69,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     )?;
     let mut rendered = RenderOutput::new(manifests);
     rendered.diagnostics = objects.notes;
+    crate::files::declare_plain(plan.namespace.as_deref());
     rendered.diagnostics.extend(crate::tool_warnings(
         "kustomize",
         &output.stderr_text(),

@@ -150,6 +150,11 @@ impl SourcePlugin for GenesisSecretSource {
                 .collect::<Result<_, _>>()?,
         );
         output.diagnostics = diagnostics;
+        // Secrets of references: nothing the cluster serves, nothing drawn.
+        tazuna_sdk::traits::declare(tazuna_sdk::traits::RenderTraits {
+            reads_cluster: false,
+            deterministic: true,
+        });
         Ok(output)
     }
 }

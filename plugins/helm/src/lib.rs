@@ -25,6 +25,7 @@ pub mod output;
 pub mod pull;
 
 use tazuna_sdk::exec::Command;
+use tazuna_sdk::traits::{RenderTraits, templates};
 use tazuna_sdk::{PluginError, PluginInfo, RenderOutput, RenderRequest, SourcePlugin};
 
 pub use config::Config;
@@ -164,8 +165,166 @@ impl SourcePlugin for Helm {
             pin.digest = Some(pulled.digest.clone());
         }
         rendered.resolved.extend(pin);
+        tazuna_sdk::traits::declare(RenderTraits {
+            reads_cluster: true,
+            deterministic: deterministic(&rendered_chart, &values_files, &config, request),
+        });
         Ok(rendered)
     }
 }
 
+/// Whether two renders of `chart` with these values agree: a chart directory
+/// in which, as in the values given to it, no template calls a function
+/// that draws a value anew (see [`templates::may_draw_anew`]). An archive
+/// (pulled, or packed by `helm package`) is not read, and is taken not to be.
+fn deterministic(
+    chart: &config::Chart,
+    values_files: &[String],
+    config: &Config,
+    request: &RenderRequest,
+) -> bool {
+    let config::Chart::Local { directory, .. } = chart else {
+        return false;
+    };
+    let directory = std::path::Path::new(directory);
+    if !directory.is_dir() {
+        return false;
+    }
+    let mut values = Vec::new();
+    for file in values_files {
+        match std::fs::metadata(file) {
+            Ok(metadata) if metadata.is_file() && metadata.len() <= templates::SCAN_LIMIT => {
+                match std::fs::read_to_string(file) {
+                    Ok(text) => values.push(text),
+                    Err(_) => return false,
+                }
+            }
+            _ => return false,
+        }
+    }
+    if let Some(inline) = &config.values {
+        values.push(serde_json::Value::Object(inline.clone()).to_string());
+    }
+    if config.environment_values {
+        values.push(request.values.clone());
+    }
+    !templates::may_draw_anew(directory, &values)
+}
+
 tazuna_sdk::export_source_plugin!(Helm);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(values: &str) -> RenderRequest {
+        RenderRequest {
+            manifest_name: "app".into(),
+            path: None,
+            config: "{}".into(),
+            namespace: None,
+            environment: None,
+            values: values.into(),
+            cluster: None,
+            locked: None,
+            workdir: "/manifest".into(),
+            scratch: "/scratch".into(),
+        }
+    }
+
+    #[test]
+    fn only_a_chart_directory_whose_templates_and_values_draw_nothing_anew_is_deterministic() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |path: &str, text: &str| {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            "plain/Chart.yaml",
+            "apiVersion: v2\nname: plain\nversion: 0.1.0\n",
+        );
+        write("plain/templates/cm.yaml", "data: {{ .Values.x | quote }}\n");
+        write(
+            "drawn/Chart.yaml",
+            "apiVersion: v2\nname: drawn\nversion: 0.1.0\n",
+        );
+        write(
+            "drawn/templates/s.yaml",
+            "data: {{ randAlphaNum 8 | quote }}\n",
+        );
+        write("plain.yaml", "x: a\n");
+        write("tpl.yaml", "x: '{{ uuidv4 }}'\n");
+        write("chart.tgz", "\u{1f}\u{8b}");
+        let local = |name: &str| config::Chart::Local {
+            path: name.to_owned(),
+            directory: root.join(name).to_string_lossy().into_owned(),
+        };
+        let config = |json: &str| -> Config { serde_json::from_str(json).unwrap() };
+        let file = |name: &str| root.join(name).to_string_lossy().into_owned();
+        let plain = config("{}");
+        assert!(deterministic(
+            &local("plain"),
+            &[file("plain.yaml")],
+            &plain,
+            &request("{}")
+        ));
+        assert!(
+            !deterministic(&local("drawn"), &[], &plain, &request("{}")),
+            "randAlphaNum"
+        );
+        assert!(
+            !deterministic(&local("plain"), &[file("tpl.yaml")], &plain, &request("{}")),
+            "a values file that tpl may render"
+        );
+        let inline = config(r#"{"values": {"z": "{{ now }}"}}"#);
+        assert!(
+            !deterministic(&local("plain"), &[], &inline, &request("{}")),
+            "inline values"
+        );
+        let from_environment = config(r#"{"environmentValues": true}"#);
+        let drawn_values = request(r#"{"z": "{{ now }}"}"#);
+        assert!(!deterministic(
+            &local("plain"),
+            &[],
+            &from_environment,
+            &drawn_values
+        ));
+        assert!(
+            deterministic(&local("plain"), &[], &plain, &drawn_values),
+            "values it does not take"
+        );
+        assert!(
+            !deterministic(&local("chart.tgz"), &[], &plain, &request("{}")),
+            "an archive"
+        );
+        let remote = config::Chart::Oci("oci://registry.example/charts/app".into());
+        assert!(
+            !deterministic(&remote, &[], &plain, &request("{}")),
+            "a pulled chart"
+        );
+        assert!(
+            !deterministic(
+                &local("plain"),
+                &[file("missing.yaml")],
+                &plain,
+                &request("{}")
+            ),
+            "a values file it cannot read"
+        );
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("/dev/zero", root.join("zero.yaml")).unwrap();
+            assert!(
+                !deterministic(
+                    &local("plain"),
+                    &[file("zero.yaml")],
+                    &plain,
+                    &request("{}")
+                ),
+                "a device as a values file is not read"
+            );
+        }
+    }
+}

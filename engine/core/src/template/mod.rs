@@ -157,51 +157,7 @@ fn position(text: &str, at: usize) -> (usize, usize) {
     (line, column)
 }
 
-/// The first call of one of `functions` inside a template action (`{{ … }}`)
-/// of `text`, with its line. String literals are skipped, and a word after
-/// `.` or `$` is a field or a variable, not a call. Used to scan files Tazuna
-/// does not render itself: charts and helmfiles.
-pub fn first_call(text: &str, functions: &[&'static str]) -> Option<(usize, &'static str)> {
-    let mut rest = text;
-    let mut offset = 0;
-    while let Some(start) = rest.find("{{") {
-        let action = &rest[start + 2..];
-        let end = action.find("}}").unwrap_or(action.len());
-        let inside = &action[..end];
-        let base = offset + start + 2;
-        let mut index = 0;
-        let bytes = inside.as_bytes();
-        while index < bytes.len() {
-            let byte = bytes[index];
-            if byte == b'"' || byte == b'`' {
-                // Skip a string literal.
-                let close = inside[index + 1..]
-                    .find(byte as char)
-                    .map_or(bytes.len(), |at| index + 1 + at + 1);
-                index = close;
-                continue;
-            }
-            if byte.is_ascii_alphabetic() || byte == b'_' {
-                let word_end = inside[index..]
-                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                    .map_or(bytes.len(), |at| index + at);
-                let word = &inside[index..word_end];
-                let after_field = index > 0 && matches!(bytes[index - 1], b'.' | b'$');
-                if !after_field && let Some(found) = functions.iter().find(|f| **f == word) {
-                    let line = text[..base + index].matches('\n').count() + 1;
-                    return Some((line, found));
-                }
-                index = word_end;
-                continue;
-            }
-            index += 1;
-        }
-        let consumed = start + 2 + end;
-        offset += consumed;
-        rest = &rest[consumed..];
-    }
-    None
-}
+pub use tazuna_gotmpl::first_call;
 
 mod eval;
 mod functions;

@@ -31,7 +31,7 @@ use teardown::teardown_settings;
 pub use identity::{derived_name, git_commit, repository_identity};
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use std::sync::Arc;
 

@@ -205,12 +205,12 @@ impl Stack {
         Ok(rendered)
     }
 
-    /// [`Self::render`], and for the sources that may draw random values
-    /// (helm's `randAlphaNum`, `genCA`, `uuidv4`), a second render of the
-    /// same inputs: the fields that come out differently are marked
-    /// generated, and named (Secrets aside) with a hint to pin them. The
-    /// second renders run beside the first ones, in the same pool of workers,
-    /// so they cost CPU but little time.
+    /// [`Self::render`], and for the renders that declared themselves not
+    /// deterministic (a helm chart with `randAlphaNum`, `genCA`, `uuidv4`;
+    /// see the WIT `render-traits`), a second render of the same inputs:
+    /// the fields that come out differently are marked generated, and named
+    /// (Secrets aside) with a hint to pin them. The second renders run
+    /// together, in one pool of workers.
     pub(super) fn render_marked(
         &self,
         host: &PluginHost,
@@ -218,14 +218,20 @@ impl Stack {
         manifests: &[&Manifest],
         settings: &RenderSettings,
     ) -> Result<Vec<Result<Rendered, RenderError>>, RunError> {
-        let again: Vec<usize> = (0..manifests.len())
-            .filter(|&i| renders_may_differ(manifests[i]))
-            .collect();
-        let mut all = manifests.to_vec();
-        all.extend(again.iter().map(|&i| manifests[i]));
-        let mut results = crate::render::render_all(host, plugins, &all, settings);
-        let second = results.split_off(manifests.len());
+        let mut results = crate::render::render_all(host, plugins, manifests, settings);
         self.check_pins(&mut results)?;
+        let again: Vec<usize> = (0..manifests.len())
+            .filter(|&i| {
+                results[i]
+                    .as_ref()
+                    .is_ok_and(|rendered| !rendered.traits.deterministic)
+            })
+            .collect();
+        if again.is_empty() {
+            return Ok(results);
+        }
+        let chosen: Vec<&Manifest> = again.iter().map(|&i| manifests[i]).collect();
+        let second = crate::render::render_all(host, plugins, &chosen, settings);
         for (index, second) in again.into_iter().zip(second) {
             if let (Ok(first), Ok(second)) = (&mut results[index], second) {
                 for line in mark_generated(first, &second) {
@@ -334,8 +340,8 @@ pub(super) fn mark_generated(first: &mut Rendered, second: &Rendered) -> Vec<Str
 /// For each layer of `manifests` after one whose renders hold CRDs the
 /// cluster does not serve yet: the manifests of it whose source reads the
 /// cluster's capabilities, and the cluster as it will be when their turn
-/// comes (those CRDs served). Sources that read no capabilities (`manifests`,
-/// `kustomize`) are not rendered again.
+/// comes (those CRDs served). A render that declared it does not read the
+/// cluster (`manifests`, `kustomize`) is not done again; one that failed is.
 pub(super) fn later_capabilities(
     manifests: &[&Manifest],
     results: &[Result<Rendered, RenderError>],
@@ -350,7 +356,7 @@ pub(super) fn later_capabilities(
         let reads: Vec<usize> = layer
             .iter()
             .copied()
-            .filter(|&i| !matches!(manifests[i].kind.as_str(), "manifests" | "kustomize"))
+            .filter(|&i| results[i].as_ref().map_or(true, |r| r.traits.reads_cluster))
             .collect();
         if !definitions.is_empty()
             && !reads.is_empty()
@@ -371,181 +377,4 @@ pub(super) fn later_capabilities(
         }
     }
     again
-}
-
-/// Whether two renders of `manifest` with the same inputs can differ, so
-/// that a second render is needed to find its generated fields (see
-/// [`Stack::render_marked`]): a helmfile's always (its charts are its own
-/// business); a helm chart's unless it is a chart directory of the
-/// repository that, with its values, names no function that draws anew.
-pub(super) fn renders_may_differ(manifest: &Manifest) -> bool {
-    match manifest.kind.as_str() {
-        "helmfile" => local_helmfile(manifest)
-            .is_none_or(|(dir, values)| tazuna_core::generated::may_draw_anew(&dir, &values)),
-        "helm" => local_chart(manifest)
-            .is_none_or(|(chart, values)| tazuna_core::generated::may_draw_anew(&chart, &values)),
-        _ => false,
-    }
-}
-
-/// A helmfile manifest's directory and the text of its `helmfile:` block,
-/// when everything the render reads is in that directory (see
-/// [`tazuna_core::generated::self_contained_helmfile`]) or in the block
-/// itself; `None` otherwise (values from the environment, from outside files,
-/// or from a variable read as the tool starts).
-pub(super) fn local_helmfile(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
-    let config = &manifest.config;
-    let outside = config["environmentValues"] == serde_json::json!(true)
-        || config["extraValueFiles"]
-            .as_array()
-            .is_some_and(|files| !files.is_empty())
-        || config["vars"]
-            .as_object()
-            .is_some_and(|vars| vars.values().any(|var| var["from"] != "static"));
-    if outside {
-        return None;
-    }
-    let dir = tazuna_core::generated::self_contained_helmfile(&manifest.resolved_path()?)?;
-    Some((dir, vec![config.to_string()]))
-}
-
-/// A helm manifest's chart directory and the texts of its values, when the
-/// chart is a directory of the repository and every values file can be read
-/// here; `None` otherwise (a remote chart, an archive, values from the
-/// environment or a values file named by a template).
-pub(super) fn local_chart(manifest: &Manifest) -> Option<(PathBuf, Vec<String>)> {
-    let config = &manifest.config;
-    let set = |key: &str| config.get(key).is_some_and(|v| !v.is_null());
-    if set("chart") || set("repo") || config["environmentValues"] == serde_json::json!(true) {
-        return None;
-    }
-    let chart = manifest.resolved_path()?;
-    if !chart.join("Chart.yaml").is_file() {
-        return None;
-    }
-    let mut values = Vec::new();
-    for file in config["valuesFiles"].as_array().into_iter().flatten() {
-        // Read only what the source would: a regular file under the
-        // manifest's directory, of a size a chart may have.
-        let file = Path::new(file.as_str().filter(|f| !f.contains("{{"))?);
-        if !file.components().all(|c| {
-            matches!(
-                c,
-                std::path::Component::Normal(_) | std::path::Component::CurDir
-            )
-        }) {
-            return None;
-        }
-        let path = manifest.base_dir.join(file);
-        let metadata = std::fs::metadata(&path).ok()?;
-        if !metadata.is_file() || metadata.len() > tazuna_core::generated::SCAN_LIMIT {
-            return None;
-        }
-        values.push(std::fs::read_to_string(path).ok()?);
-    }
-    if set("values") {
-        values.push(config["values"].to_string());
-    }
-    Some((chart, values))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_sources_that_may_draw_values_anew_are_rendered_twice() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        let write = |path: &str, text: &str| {
-            let path = root.join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
-        write(
-            "plain/Chart.yaml",
-            "apiVersion: v2\nname: plain\nversion: 0.1.0\n",
-        );
-        write("plain/templates/cm.yaml", "data: {{ .Values.x | quote }}\n");
-        write(
-            "drawn/Chart.yaml",
-            "apiVersion: v2\nname: drawn\nversion: 0.1.0\n",
-        );
-        write(
-            "drawn/templates/s.yaml",
-            "data: {{ randAlphaNum 8 | quote }}\n",
-        );
-        write("plain.yaml", "x: a\n");
-        write("tpl.yaml", "x: '{{ uuidv4 }}'\n");
-        write("objects.yaml", "");
-        let releases =
-            "releases:\n  - {name: a, namespace: a, chart: ./charts/a, values: [a.yaml]}\n";
-        for dir in ["hf", "hf-drawn", "hf-remote", "hf-gotmpl"] {
-            write(&format!("{dir}/helmfile.yaml"), releases);
-            write(
-                &format!("{dir}/charts/a/Chart.yaml"),
-                "apiVersion: v2\nname: a\nversion: 0.1.0\n",
-            );
-            write(&format!("{dir}/a.yaml"), "x: 1\n");
-        }
-        write("hf-drawn/a.yaml.gotmpl", "x: {{ exec \"date\" (list) }}\n");
-        write(
-            "hf-remote/helmfile.yaml",
-            "repositories:\n  - {name: jetstack, url: https://charts.jetstack.io}\nreleases:\n  - {name: a, chart: jetstack/cert-manager}\n",
-        );
-        write("hf-gotmpl/helmfile.yaml.gotmpl", releases);
-        // A values file built to hang or exhaust the host: never read.
-        std::os::unix::fs::symlink("/dev/zero", root.join("zero.yaml")).unwrap();
-        write(
-            "tazuna.yaml",
-            "apiVersion: tazuna.pepabo.com/v1
-kind: Tazuna
-spec:
-  manifests:
-    - {name: plain, type: helm, path: plain, helm: {valuesFiles: [plain.yaml], values: {y: 1}}}
-    - {name: drawn, type: helm, path: drawn}
-    - {name: drawn-by-values, type: helm, path: plain, helm: {valuesFiles: [tpl.yaml]}}
-    - {name: drawn-inline, type: helm, path: plain, helm: {values: {z: '{{ \"{{\" }} now }}'}}}
-    - {name: remote, type: helm, helm: {chart: oci://registry.example/charts/app, version: 1.0.0}}
-    - {name: outside, type: helm, path: plain, helm: {valuesFiles: [../elsewhere.yaml]}}
-    - {name: device, type: helm, path: plain, helm: {valuesFiles: [zero.yaml]}}
-    - {name: helmfile, type: helmfile, path: plain}
-    - {name: helmfile-local, type: helmfile, path: hf}
-    - {name: helmfile-drawn, type: helmfile, path: hf-drawn}
-    - {name: helmfile-remote, type: helmfile, path: hf-remote}
-    - {name: helmfile-template, type: helmfile, path: hf-gotmpl}
-    - {name: helmfile-env, type: helmfile, path: hf, helmfile: {vars: {v: {from: env, env: V}}}}
-    - {name: helmfile-static, type: helmfile, path: hf, helmfile: {vars: {v: {from: static, static: '{{ \"{{\" }} now }}'}}}}
-    - {name: objects, type: manifests, path: objects.yaml}
-",
-        );
-        let config = config::load(
-            &root.join("tazuna.yaml"),
-            &LoadOptions::new(semver::Version::new(1, 0, 0)),
-        )
-        .unwrap();
-        let twice: Vec<&str> = config
-            .manifests
-            .iter()
-            .filter(|m| renders_may_differ(m))
-            .map(|m| m.name.as_str())
-            .collect();
-        assert_eq!(
-            twice,
-            [
-                "drawn",
-                "drawn-by-values",
-                "drawn-inline",
-                "remote",
-                "outside",
-                "device",
-                "helmfile",
-                "helmfile-drawn",
-                "helmfile-remote",
-                "helmfile-template",
-                "helmfile-env",
-                "helmfile-static"
-            ]
-        );
-    }
 }

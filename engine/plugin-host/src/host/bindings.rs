@@ -10,7 +10,7 @@ wasmtime::component::bindgen!({
     world: "source-plugin",
 });
 
-pub use tazuna::plugin::{artifacts, exec, log, tools, types};
+pub use tazuna::plugin::{artifacts, exec, log, render_traits, tools, types};
 
 /// The `secret-resolver-plugin` world, sharing the imports generated above so
 /// one linker and one call state serve both worlds.
@@ -29,7 +29,7 @@ pub mod resolver {
 }
 
 /// The WIT world every source plugin must target.
-pub const SOURCE_WORLD: &str = "tazuna:plugin/source-plugin@0.1.0";
+pub const SOURCE_WORLD: &str = "tazuna:plugin/source-plugin@0.1.1";
 
 /// The WIT world every secret-resolver plugin must target.
-pub const RESOLVER_WORLD: &str = "tazuna:plugin/secret-resolver-plugin@0.1.0";
+pub const RESOLVER_WORLD: &str = "tazuna:plugin/secret-resolver-plugin@0.1.1";

@@ -1,6 +1,7 @@
 //! One call's store: what a plugin call holds (its WASI context, limits,
 //! mounts, tool clock and secrets), the deadline-aware waits, and the host
-//! imports a plugin calls (`log`, `exec`, `tools`, `artifacts`).
+//! imports a plugin calls (`log`, `exec`, `tools`, `artifacts`,
+//! `render-traits`).
 
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,8 @@ pub(super) struct CallState {
     pub(super) withhold: bool,
     /// Secret values handed to tools in this call.
     pub(super) revealed: Revealed,
+    /// What the render declared through `render-traits`, if it did.
+    pub(super) traits: Option<tazuna_core::render::RenderTraits>,
 }
 
 /// How much of a call's tool budget is spent.
@@ -163,6 +166,15 @@ impl bindings::log::Host for CallState {
             Level::Warn => tracing::warn!(plugin, "{message}"),
             Level::Error => tracing::error!(plugin, "{message}"),
         }
+    }
+}
+
+impl bindings::render_traits::Host for CallState {
+    fn declare(&mut self, traits: bindings::render_traits::Traits) {
+        self.traits = Some(tazuna_core::render::RenderTraits {
+            reads_cluster: traits.reads_cluster,
+            deterministic: traits.deterministic,
+        });
     }
 }
 

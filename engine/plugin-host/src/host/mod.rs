@@ -63,6 +63,18 @@ use mounts::Mount;
 /// host calls are measured against too).
 pub const MAX_OUTPUT_BYTES: usize = 128 * 1024 * 1024;
 
+/// What one render call gave back.
+#[derive(Debug)]
+pub struct PluginRender {
+    /// The plugin's output, secret values taken out of its diagnostics.
+    pub output: RenderOutput,
+    /// The secret values the call handed to tools.
+    pub revealed: Revealed,
+    /// What the render declared it depends on, if it did (see
+    /// [`tazuna_core::render::RenderTraits`] for what holds when not).
+    pub traits: Option<tazuna_core::render::RenderTraits>,
+}
+
 /// Guest path of the manifest directory, preopened read-only.
 pub const MANIFEST_DIR: &str = "/manifest";
 /// Guest path of the per-call scratch directory, preopened read-write.
@@ -331,7 +343,7 @@ impl PluginHost {
         plugin: &SourcePlugin,
         manifest_dir: &Path,
         request: RenderRequest,
-    ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
+    ) -> Result<Result<PluginRender, PluginError>, HostError> {
         self.render_with(plugin, manifest_dir, request, false)
     }
 
@@ -345,7 +357,7 @@ impl PluginHost {
         plugin: &SourcePlugin,
         manifest_dir: &Path,
         request: RenderRequest,
-    ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
+    ) -> Result<Result<PluginRender, PluginError>, HostError> {
         self.render_with(plugin, manifest_dir, request, true)
     }
 
@@ -355,7 +367,7 @@ impl PluginHost {
         manifest_dir: &Path,
         mut request: RenderRequest,
         withhold: bool,
-    ) -> Result<Result<(RenderOutput, Revealed), PluginError>, HostError> {
+    ) -> Result<Result<PluginRender, PluginError>, HostError> {
         request.workdir = MANIFEST_DIR.to_owned();
         request.scratch = SCRATCH_DIR.to_owned();
         // The config is read once; its strings name the endpoints, the
@@ -413,10 +425,15 @@ impl PluginHost {
                 .tazuna_plugin_source()
                 .call_render(&mut *store, &request)?;
             let revealed = std::mem::take(&mut store.data_mut().revealed);
+            let traits = store.data_mut().traits.take();
             Ok(match result {
                 Ok(mut output) => {
                     revealed.redact_diagnostics(&mut output.diagnostics);
-                    Ok((output, revealed))
+                    Ok(PluginRender {
+                        output,
+                        revealed,
+                        traits,
+                    })
                 }
                 Err(error) => Err(revealed.redact_error(error)),
             })
@@ -538,6 +555,7 @@ impl PluginHost {
             named: Vec::new(),
             withhold: false,
             revealed: Revealed::default(),
+            traits: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);

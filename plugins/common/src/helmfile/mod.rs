@@ -20,11 +20,13 @@
 pub mod config;
 pub mod needs;
 pub mod releases;
+pub mod traits;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use tazuna_sdk::exec::Command;
+use tazuna_sdk::traits::RenderTraits;
 use tazuna_sdk::{ClusterInfo, Diagnostic, PluginError, RenderOutput, RenderRequest};
 
 use crate::helm::kube_version_flag;
@@ -140,6 +142,26 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     // a reference in helmfile's environment, which the host resolves as the
     // tool starts, and a template helmfile renders reads it from there.
     let referenced = config.referenced_vars();
+    // What the render reads besides the helmfile's directory, for the host.
+    let mut values_texts: Vec<String> = Vec::new();
+    let mut unknown = !referenced.is_empty();
+    if config.environment_values {
+        values_texts.push(request.values.clone());
+    }
+    if !state_values.is_empty() {
+        values_texts.push(serde_json::Value::Object(state_values.clone()).to_string());
+    }
+    for file in &values_files {
+        match std::fs::metadata(file) {
+            Ok(metadata) if metadata.len() <= tazuna_sdk::traits::templates::SCAN_LIMIT => {
+                match std::fs::read_to_string(file) {
+                    Ok(text) => values_texts.push(text),
+                    Err(_) => unknown = true,
+                }
+            }
+            _ => unknown = true,
+        }
+    }
     let mut tool_env = Vec::new();
     let mut var_names = Vec::new();
     if !referenced.is_empty() {
@@ -264,6 +286,10 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     rendered
         .diagnostics
         .extend(crate::tool_warnings("helmfile", &run.stderr_text(), false));
+    tazuna_sdk::traits::declare(RenderTraits {
+        reads_cluster: true,
+        deterministic: traits::deterministic(&file, &values_texts, unknown),
+    });
     Ok(rendered)
 }
 

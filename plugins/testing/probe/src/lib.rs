@@ -51,6 +51,8 @@ enum Action {
     Trap,
     InvalidYaml,
     Emit,
+    /// `emit`, each string `{{random}}` drawn anew, declared not deterministic.
+    Drawn,
     Sleep,
     Flood,
     Fill,
@@ -139,6 +141,22 @@ impl SourcePlugin for Probe {
                 for object in &config.objects {
                     documents.push(Manifest::from_object(object)?.with_origin("emit"));
                 }
+                return Ok(RenderOutput::new(documents));
+            }
+            Action::Drawn => {
+                use std::hash::{BuildHasher, RandomState};
+                let drawn = format!("{:016x}", RandomState::new().hash_one(0u8));
+                let mut documents = Vec::new();
+                for object in &config.objects {
+                    let text = object.to_string().replace("{{random}}", &drawn);
+                    let object: serde_json::Value =
+                        serde_json::from_str(&text).map_err(PluginError::other)?;
+                    documents.push(Manifest::from_object(&object)?.with_origin("drawn"));
+                }
+                tazuna_sdk::traits::declare(tazuna_sdk::traits::RenderTraits {
+                    reads_cluster: false,
+                    deterministic: false,
+                });
                 return Ok(RenderOutput::new(documents));
             }
             Action::HelmTemplate => {

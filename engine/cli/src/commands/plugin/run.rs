@@ -188,7 +188,7 @@ pub(super) fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result
         );
         Reported
     };
-    let output = match host.render(&plugin, &plan.dir, request) {
+    let render = match host.render(&plugin, &plan.dir, request) {
         Err(error) => {
             return Err(failed(RenderError::Host { manifest, error }, None).into());
         }
@@ -210,9 +210,23 @@ pub(super) fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result
             )
             .into());
         }
-        Ok(Ok((output, _revealed))) => output,
+        Ok(Ok(render)) => render,
     };
+    let output = render.output;
     print_diagnostics(&output.diagnostics);
+    // What the engine will do with it: render it again once CRDs arrive, or
+    // twice to find generated fields.
+    eprintln!(
+        "{}",
+        match render.traits {
+            Some(traits) => format!(
+                "note: the render declared that it {} the cluster and is {}deterministic",
+                if traits.reads_cluster { "reads" } else { "does not read" },
+                if traits.deterministic { "" } else { "not " }
+            ),
+            None => "note: the render declared no traits: it is taken to read the cluster and to be deterministic".to_owned(),
+        }
+    );
     let mut objects = Vec::with_capacity(output.manifests.len());
     for document in &output.manifests {
         let object: serde_json::Value = serde_yaml::from_str(&document.content).map_err(|e| {
