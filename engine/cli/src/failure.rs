@@ -3,7 +3,7 @@
 
 use crate::report::Color;
 use tazuna_core::config::ConfigError;
-use tazuna_core::hint::Hint;
+use tazuna_core::hint::{Advised, Hint};
 use tazuna_engine::ownership::OwnershipError;
 use tazuna_engine::stack::RunError;
 
@@ -20,34 +20,9 @@ impl std::fmt::Display for Reported {
 
 impl std::error::Error for Reported {}
 
-/// An error of the CLI's own: what is wrong, and apart from it what to do
-/// (printed as its `hint:` line, like every other error's [`Hint`]).
-#[derive(Debug)]
-pub struct Advised {
-    message: String,
-    hint: String,
-}
-
-impl std::fmt::Display for Advised {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Advised {}
-
-impl Hint for Advised {
-    fn hint(&self) -> Option<String> {
-        Some(self.hint.clone())
-    }
-}
-
 /// The error `message`, with `hint` for what to do.
 pub fn advised(message: impl Into<String>, hint: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(Advised {
-        message: message.into(),
-        hint: hint.into(),
-    })
+    anyhow::Error::new(Advised::new(message, hint))
 }
 
 /// Print `error` on stderr: what is wrong, its causes, then one `hint:`
@@ -77,14 +52,7 @@ pub fn describe(error: &anyhow::Error, color: Color) -> Option<String> {
     if let Some(RunError::Render(errors)) = error.downcast_ref::<RunError>() {
         let lines: Vec<String> = errors
             .iter()
-            .map(|failure| {
-                let hint = failure
-                    .hint
-                    .as_deref()
-                    .map(|hint| format!("\nhint: {hint}"))
-                    .unwrap_or_default();
-                paint(&format!("error: {failure}{hint}"), color)
-            })
+            .map(|failure| paint(&with_hints("error", failure, failure.hint.iter()), color))
             .collect();
         return Some(lines.join("\n"));
     }
@@ -96,40 +64,52 @@ pub fn describe(error: &anyhow::Error, color: Color) -> Option<String> {
             message.push_str(&format!("\n  caused by: {cause}"));
         }
     }
-    for hint in hints(error) {
-        message.push_str(&format!("\nhint: {hint}"));
+    Some(paint(&with_hints("error", &message, hints(error)), color))
+}
+
+/// The one shape of a reported problem: `<label>: <message>`, then one
+/// `hint:` line per hint. Every error and warning the CLI prints goes through
+/// here (the progress view and `-o json` carry the hints as a field).
+pub fn with_hints(
+    label: &str,
+    message: &dyn std::fmt::Display,
+    hints: impl IntoIterator<Item = impl AsRef<str>>,
+) -> String {
+    let mut text = format!("{label}: {message}");
+    for hint in hints {
+        text.push_str("\nhint: ");
+        text.push_str(hint.as_ref());
     }
-    Some(paint(&format!("error: {message}"), color))
+    text
 }
 
 /// The hints of the errors in `error`'s chain, in order, each once (an
 /// error and the one it wraps may give the same).
-fn hints(error: &anyhow::Error) -> Vec<String> {
+pub fn hints(error: &anyhow::Error) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     error
         .chain()
-        .filter_map(|cause| {
-            if let Some(run) = cause.downcast_ref::<RunError>() {
-                return run.hint();
-            }
-            if let Some(fleet) = cause.downcast_ref::<tazuna_engine::fleet::FleetError>() {
-                return fleet.hint();
-            }
-            if let Some(advised) = cause.downcast_ref::<Advised>() {
-                return advised.hint();
-            }
-            if let Some(plugin) = cause.downcast_ref::<tazuna_engine::plugins::PluginLoadError>() {
-                return plugin.hint();
-            }
-            if let Some(pull) =
-                cause.downcast_ref::<tazuna_engine::distribution::DistributionError>()
-            {
-                return pull.hint();
-            }
-            cause.downcast_ref::<OwnershipError>().and_then(Hint::hint)
-        })
+        .flat_map(hints_of)
         .filter(|hint| seen.insert(hint.clone()))
         .collect()
+}
+
+/// The hints of one error of a chain: the error types that reach the CLI
+/// through `anyhow`, each asked through [`Hint`].
+fn hints_of(cause: &(dyn std::error::Error + 'static)) -> Vec<String> {
+    fn of<E: Hint + std::error::Error + 'static>(
+        cause: &(dyn std::error::Error + 'static),
+    ) -> Option<Vec<String>> {
+        cause.downcast_ref::<E>().map(Hint::hints)
+    }
+    of::<RunError>(cause)
+        .or_else(|| of::<tazuna_engine::fleet::FleetError>(cause))
+        .or_else(|| of::<Advised>(cause))
+        .or_else(|| of::<tazuna_engine::plugins::PluginLoadError>(cause))
+        .or_else(|| of::<tazuna_engine::distribution::DistributionError>(cause))
+        .or_else(|| of::<OwnershipError>(cause))
+        .or_else(|| of::<tazuna_controlplane::StartError>(cause))
+        .unwrap_or_default()
 }
 
 /// Colour the `error:`, `warning:` and `hint:` labels at line starts.

@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use tazuna_core::selector::Selector;
 use tazuna_engine::cluster::ConnectOptions;
-use tazuna_engine::fleet::{Found, Selection};
+use tazuna_engine::fleet::{Discovered, Selection};
 use tazuna_engine::host::{HostSettings, Limits};
 
 /// Flags every command accepts, shown apart from a command's own in `--help`.
@@ -266,7 +266,7 @@ impl GlobalSettings {
 
     /// These settings for one cluster of a fleet run; `found` holds the
     /// kubeconfigs of clusters found through Cluster API.
-    pub fn for_target(&self, target: &tazuna_core::config::Target, found: &Found) -> Self {
+    pub fn for_target(&self, target: &tazuna_core::config::Target, found: &Discovered) -> Self {
         let mut connect = self.connect.clone();
         let discovered = found.get(&target.name).map(|kubeconfig| {
             connect.in_memory = Some(kubeconfig.clone());

@@ -342,7 +342,7 @@ spec:
     let checked = output(tazuna().arg("check"));
     assert_eq!(checked.status.code(), Some(1), "{}", text(&checked));
     assert!(
-        text(&checked).contains("a secret resolver must target the WIT world `tazuna:plugin/secret-resolver-plugin@0.1.1`"),
+        text(&checked).contains("hint: the component must target the WIT world `tazuna:plugin/secret-resolver-plugin@0.1.1`"),
         "{}",
         text(&checked)
     );

@@ -200,14 +200,9 @@ impl Assets {
         if missing.is_empty() {
             return Ok(());
         }
-        let list: Vec<String> = missing
-            .iter()
-            .map(|t| format!("`{}`", self.path(*t).display()))
-            .collect();
-        anyhow::bail!(
-            "missing test binaries: {}\nhint: run `tests/controlplane/install.sh`, or set \
-             {ASSETS_ENV} to a directory that holds them",
-            list.join(", ")
+        Err(
+            crate::StartError::MissingBinaries(missing.iter().map(|t| self.path(*t)).collect())
+                .into(),
         )
     }
 

@@ -11,7 +11,7 @@ use serde_yaml::{Mapping, Value};
 /// One cluster's entry: its API server and the admin credentials, embedded as data so
 /// the file stands on its own.
 #[derive(Clone, Debug)]
-pub struct Entry {
+pub struct ClusterEntry {
     /// The name of the context, cluster and user.
     pub name: String,
     /// `https://127.0.0.1:<port>`.
@@ -24,7 +24,7 @@ pub struct Entry {
     pub client_key_pem: String,
 }
 
-impl Entry {
+impl ClusterEntry {
     /// A kubeconfig holding only this entry, as its current context.
     pub fn to_yaml(&self) -> String {
         let mut doc = empty();
@@ -35,7 +35,7 @@ impl Entry {
 
 /// Adds (or replaces) `entry` in the kubeconfig at `path`, creating the file if needed,
 /// and makes it the current context. Other entries are kept as they are.
-pub fn merge_into(path: &Path, entry: &Entry) -> anyhow::Result<()> {
+pub fn merge_into(path: &Path, entry: &ClusterEntry) -> anyhow::Result<()> {
     let mut doc = read(path)?;
     upsert(&mut doc, entry);
     write(path, &doc)
@@ -124,7 +124,7 @@ fn write(path: &Path, doc: &Value) -> anyhow::Result<()> {
     fs::rename(&tmp, path).with_context(|| format!("writing `{}`", path.display()))
 }
 
-fn upsert(doc: &mut Value, entry: &Entry) {
+fn upsert(doc: &mut Value, entry: &ClusterEntry) {
     let name = entry.name.as_str();
     let cluster = yaml(&[
         ("name", name.into()),
@@ -226,8 +226,8 @@ pub fn base64(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn entry(name: &str, port: u16) -> Entry {
-        Entry {
+    fn entry(name: &str, port: u16) -> ClusterEntry {
+        ClusterEntry {
             name: name.to_owned(),
             server: format!("https://127.0.0.1:{port}"),
             ca_pem: "ca".into(),

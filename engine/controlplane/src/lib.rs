@@ -13,9 +13,11 @@
 
 pub mod assets;
 pub mod cluster;
+mod error;
 pub mod kubeconfig;
 mod pki;
 pub mod process;
 
 pub use assets::{Assets, Tool};
 pub use cluster::{AuditEvent, Cluster, ClusterConfig, ClusterState, Ports};
+pub use error::StartError;

@@ -141,7 +141,7 @@ fn to_cel(value: &Value) -> cel::Value {
 
 /// Where a test stands after an attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum TestVerdict {
     /// Not decided yet; try again after the interval.
     Pending,
     /// Enough consecutive successes.
@@ -173,21 +173,21 @@ impl Streak {
 
     /// Record one attempt's outcome; a success breaks a run of failures and
     /// the other way round.
-    pub fn record(&mut self, ok: bool) -> Verdict {
+    pub fn record(&mut self, ok: bool) -> TestVerdict {
         if ok {
             self.failures = 0;
             self.successes = self.successes.saturating_add(1);
             if self.successes >= self.successes_needed {
-                return Verdict::Passed;
+                return TestVerdict::Passed;
             }
         } else {
             self.successes = 0;
             self.failures = self.failures.saturating_add(1);
             if self.failures_allowed.is_some_and(|n| self.failures >= n) {
-                return Verdict::Failed;
+                return TestVerdict::Failed;
             }
         }
-        Verdict::Pending
+        TestVerdict::Pending
     }
 }
 
@@ -319,7 +319,7 @@ mod tests {
         shareable::<Condition>();
     }
 
-    fn verdicts(streak: &mut Streak, outcomes: &[bool]) -> Vec<Verdict> {
+    fn verdicts(streak: &mut Streak, outcomes: &[bool]) -> Vec<TestVerdict> {
         outcomes.iter().map(|&ok| streak.record(ok)).collect()
     }
 
@@ -328,14 +328,18 @@ mod tests {
         let mut streak = Streak::with_counts(1, None);
         assert_eq!(
             verdicts(&mut streak, &[false, false, true]),
-            [Verdict::Pending, Verdict::Pending, Verdict::Passed]
+            [
+                TestVerdict::Pending,
+                TestVerdict::Pending,
+                TestVerdict::Passed
+            ]
         );
     }
 
     #[test]
     fn successes_must_be_consecutive() {
         let mut streak = Streak::with_counts(3, None);
-        use Verdict::{Passed, Pending};
+        use TestVerdict::{Passed, Pending};
         assert_eq!(
             verdicts(&mut streak, &[true, true, false, true, true, true]),
             [Pending, Pending, Pending, Pending, Pending, Passed]
@@ -344,7 +348,7 @@ mod tests {
 
     #[test]
     fn failures_fail_only_when_counted_and_consecutive() {
-        use Verdict::{Failed, Pending};
+        use TestVerdict::{Failed, Pending};
         let mut unlimited = Streak::with_counts(1, None);
         assert_eq!(verdicts(&mut unlimited, &[false; 50]), [Pending; 50]);
 
@@ -355,7 +359,7 @@ mod tests {
         );
         assert_eq!(
             Streak::with_counts(0, Some(0)).record(true),
-            Verdict::Passed
+            TestVerdict::Passed
         );
     }
 }

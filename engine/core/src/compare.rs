@@ -17,7 +17,7 @@ use crate::diff;
 
 /// An object on one side.
 #[derive(Debug, Clone)]
-pub struct Entry<'a> {
+pub struct Compared<'a> {
     /// The manifest that renders (or recorded) it.
     pub manifest: &'a str,
     /// The object.
@@ -58,7 +58,7 @@ impl Comparison {
 
 type Key = (String, String, String, String);
 
-fn key(entry: &Entry<'_>) -> Key {
+fn key(entry: &Compared<'_>) -> Key {
     let value = entry.value;
     let api_version = value["apiVersion"].as_str().unwrap_or_default();
     let group = api_version
@@ -81,7 +81,7 @@ fn key(entry: &Entry<'_>) -> Key {
     )
 }
 
-fn describe(entry: &Entry<'_>, key: &Key) -> String {
+fn describe(entry: &Compared<'_>, key: &Key) -> String {
     let api_version = entry.value["apiVersion"].as_str().unwrap_or_default();
     let (_, kind, namespace, name) = key;
     let place = if namespace.is_empty() {
@@ -94,8 +94,8 @@ fn describe(entry: &Entry<'_>, key: &Key) -> String {
 
 /// Pair `first` with `second` and say how they differ. Each list keeps its
 /// order; an object listed twice on one side counts once (its last copy).
-pub fn compare(first: &[Entry<'_>], second: &[Entry<'_>]) -> Comparison {
-    let index = |side: &[Entry<'_>]| {
+pub fn compare(first: &[Compared<'_>], second: &[Compared<'_>]) -> Comparison {
+    let index = |side: &[Compared<'_>]| {
         let mut by_key: BTreeMap<Key, usize> = BTreeMap::new();
         for (i, entry) in side.iter().enumerate() {
             by_key.insert(key(entry), i);
@@ -149,7 +149,7 @@ mod tests {
         let only = json!({"apiVersion": "v1", "kind": "ConfigMap",
                           "metadata": {"name": "production-only", "namespace": "web"}});
         let (one, three) = (deployment(1), deployment(3));
-        let entry = |manifest, value| Entry {
+        let entry = |manifest, value| Compared {
             manifest,
             value,
             default_namespace: Some("web"),
@@ -187,7 +187,7 @@ mod tests {
                    "stringData": {"password": value}})
         };
         let (a, b) = (secret("hunter2"), secret("correct-horse"));
-        let entry = |value| Entry {
+        let entry = |value| Compared {
             manifest: "m",
             value,
             default_namespace: None,

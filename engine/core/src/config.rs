@@ -279,6 +279,47 @@ pub fn json_schema() -> serde_json::Value {
     schema.to_value()
 }
 
+/// Why `tazuna check --fix` changed nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum FixError {
+    /// A file could not be read or written.
+    #[error("cannot {verb} `{}`: {error}", file.display())]
+    Io {
+        /// `read` or `write`.
+        verb: &'static str,
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The file no longer has the line a warning named.
+    #[error("{at}: the file has no such line")]
+    NoLine {
+        /// Where the warning pointed.
+        at: String,
+    },
+    /// The file holds something else where a warning pointed.
+    #[error("{at}: expected `{expected}` there, found `{found}`")]
+    Moved {
+        /// Where the warning pointed.
+        at: String,
+        /// The old value the edit replaces.
+        expected: String,
+        /// What the file holds there.
+        found: String,
+    },
+}
+
+impl crate::hint::Hint for FixError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::Io { .. } => None,
+            Self::NoLine { .. } => Some("run `tazuna check` again".to_owned()),
+            Self::Moved { .. } => Some("fix it by hand (the file may be a template)".to_owned()),
+        }
+    }
+}
+
 /// Apply the edits of `warnings` to their files (`tazuna check --fix`);
 /// returns each file changed with its number of edits.
 ///
@@ -286,7 +327,7 @@ pub fn json_schema() -> serde_json::Value {
 /// line and column (bare or quoted); one that does not (the file changed,
 /// or a template moved the text) is an error naming where, and no file is
 /// written.
-pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, String> {
+pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, FixError> {
     let mut by_file: BTreeMap<&Path, Vec<&Edit>> = BTreeMap::new();
     for edit in warnings.iter().flat_map(|w| &w.edits) {
         by_file
@@ -296,17 +337,20 @@ pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, String> {
     }
     let mut fixed = Vec::new();
     for (file, mut edits) in by_file {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("cannot read `{}`: {e}", file.display()))?;
+        let text = std::fs::read_to_string(file).map_err(|error| FixError::Io {
+            verb: "read",
+            file: file.to_owned(),
+            error,
+        })?;
         let mut lines: Vec<String> = text.split('\n').map(str::to_owned).collect();
         // Right to left, so an edit never moves the columns of the next.
         edits.sort_by_key(|e| std::cmp::Reverse((e.at.location.line, e.at.location.column)));
         edits.dedup_by_key(|e| (e.at.location.line, e.at.location.column));
         for edit in &edits {
             let at = &edit.at.location;
-            let line = lines.get_mut(at.line - 1).ok_or_else(|| {
-                format!("{at}: the file has no such line; run `tazuna check` again")
-            })?;
+            let line = lines
+                .get_mut(at.line - 1)
+                .ok_or_else(|| FixError::NoLine { at: at.to_string() })?;
             let start = line
                 .char_indices()
                 .nth(at.column - 1)
@@ -320,20 +364,21 @@ pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, String> {
             ]
             .into_iter()
             .find(|spelling| rest.starts_with(spelling.as_str()))
-            .ok_or_else(|| {
-                format!(
-                    "{at}: expected `{}` there, found `{}`; fix it by hand (the file may be a template)",
-                    edit.from,
-                    rest.chars().take(40).collect::<String>()
-                )
+            .ok_or_else(|| FixError::Moved {
+                at: at.to_string(),
+                expected: edit.from.clone(),
+                found: rest.chars().take(40).collect(),
             })?;
             line.replace_range(start..start + found.len(), &edit.to);
         }
         fixed.push((file.to_owned(), edits.len(), lines.join("\n")));
     }
     for (file, _, text) in &fixed {
-        std::fs::write(file, text)
-            .map_err(|e| format!("cannot write `{}`: {e}", file.display()))?;
+        std::fs::write(file, text).map_err(|error| FixError::Io {
+            verb: "write",
+            file: file.clone(),
+            error,
+        })?;
     }
     Ok(fixed.into_iter().map(|(file, n, _)| (file, n)).collect())
 }

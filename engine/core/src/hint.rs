@@ -11,6 +11,49 @@ pub trait Hint {
     fn hint(&self) -> Option<String> {
         None
     }
+
+    /// Every piece of advice, one line each (as uv's `hints()`): an error
+    /// that gathers several (objects owned elsewhere, namespaces missing)
+    /// gives each its own `hint:` line. By default [`Self::hint`], if any.
+    fn hints(&self) -> Vec<String> {
+        self.hint().into_iter().collect()
+    }
+}
+
+/// An error that is a message and what to do about it, for code that has no
+/// error type of its own to say it (a command's own check, a harness step).
+#[derive(Debug)]
+pub struct Advised {
+    message: String,
+    hints: Vec<String>,
+}
+
+impl Advised {
+    /// The error `message`, with `hint` for what to do.
+    pub fn new(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            hints: vec![hint.into()],
+        }
+    }
+}
+
+impl std::fmt::Display for Advised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Advised {}
+
+impl Hint for Advised {
+    fn hint(&self) -> Option<String> {
+        self.hints.first().cloned()
+    }
+
+    fn hints(&self) -> Vec<String> {
+        self.hints.clone()
+    }
 }
 
 #[cfg(test)]

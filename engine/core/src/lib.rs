@@ -31,14 +31,14 @@ pub async fn traced<T>(
 
 /// Mark a [`TRACE`] span `ok`, or `error` with why (its
 /// `otel.status_code` and `otel.status_description` fields).
-pub fn trace_status(span: &tracing::Span, status: Result<(), String>) {
+pub fn trace_status(span: &tracing::Span, status: Result<(), impl std::fmt::Display>) {
     match status {
         Ok(()) => {
             span.record("otel.status_code", "ok");
         }
         Err(why) => {
             span.record("otel.status_code", "error");
-            span.record("otel.status_description", why.as_str());
+            span.record("otel.status_description", why.to_string().as_str());
         }
     }
 }

@@ -155,6 +155,29 @@ pub enum ReferenceRefused {
 }
 
 impl Rendered {
+    /// A built-in `plugin`'s render of `manifest` holding `objects` as they
+    /// are (no origins, nothing generated, nothing pulled): what a test or a
+    /// tool that makes objects itself starts from.
+    pub fn of(manifest: &str, plugin: &str, objects: impl IntoIterator<Item = Value>) -> Self {
+        Self {
+            manifest: manifest.to_owned(),
+            plugin: plugin.to_owned(),
+            plugin_version: "0.1.0".to_owned(),
+            plugin_digest: String::new(),
+            objects: objects
+                .into_iter()
+                .map(|value| Object {
+                    value,
+                    origin: None,
+                    generated: Vec::new(),
+                })
+                .collect(),
+            upstream: Vec::new(),
+            scope: None,
+            traits: RenderTraits::default(),
+        }
+    }
+
     /// Whether a secret reference to `provider` (and, for `env`, the variable
     /// `reference`) in this render's Secrets may be resolved; `written` says
     /// whether the reference stands in the user's own files for this manifest

@@ -148,13 +148,13 @@ impl Selection {
 }
 
 /// How to reach the clusters found through Cluster API, by name.
-pub type Found = std::collections::HashMap<String, InMemoryKubeconfig>;
+pub type Discovered = std::collections::HashMap<String, InMemoryKubeconfig>;
 
 /// Find the clusters of every Cluster API environment of `fleet` in its
 /// management cluster and add them to it; their kubeconfigs come back, in
 /// memory only. Environments without `clusterAPI` are left as they are.
-pub async fn discover(fleet: &mut Fleet) -> Result<Found, ClusterApiError> {
-    let mut found = Found::new();
+pub async fn discover(fleet: &mut Fleet) -> Result<Discovered, ClusterApiError> {
+    let mut found = Discovered::new();
     let mut names: BTreeSet<String> = fleet.targets().map(|t| t.name.clone()).collect();
     for environment in fleet.environments.values_mut() {
         let Some(source) = environment.cluster_api.clone() else {
@@ -177,7 +177,7 @@ pub async fn discover(fleet: &mut Fleet) -> Result<Found, ClusterApiError> {
 
 /// One wave of a rollout, resolved to clusters.
 #[derive(Debug, Clone)]
-pub struct Wave {
+pub struct RolloutWave {
     /// Its name.
     pub name: String,
     /// Its clusters, in the file's order.
@@ -187,17 +187,17 @@ pub struct Wave {
 /// Put `selected` into the waves of `rollout`: each cluster into the first
 /// wave that takes it. Without waves, all of them are one wave. Waves that
 /// take none of the selected clusters are left out.
-pub fn waves(selected: Vec<Target>, rollout: &Rollout) -> Result<Vec<Wave>, FleetError> {
+pub fn waves(selected: Vec<Target>, rollout: &Rollout) -> Result<Vec<RolloutWave>, FleetError> {
     if rollout.waves.is_empty() {
-        return Ok(vec![Wave {
+        return Ok(vec![RolloutWave {
             name: "all".to_owned(),
             targets: selected,
         }]);
     }
-    let mut waves: Vec<Wave> = rollout
+    let mut waves: Vec<RolloutWave> = rollout
         .waves
         .iter()
-        .map(|w| Wave {
+        .map(|w| RolloutWave {
             name: w.name.clone(),
             targets: Vec::new(),
         })
@@ -214,7 +214,7 @@ pub fn waves(selected: Vec<Target>, rollout: &Rollout) -> Result<Vec<Wave>, Flee
 
 /// What became of one cluster.
 #[derive(Debug)]
-pub enum Verdict<T, E> {
+pub enum ClusterVerdict<T, E> {
     /// It ran and succeeded.
     Done(T),
     /// It ran and failed.
@@ -231,7 +231,7 @@ pub struct ClusterRun<T, E> {
     /// The wave it was in.
     pub wave: String,
     /// What became of it.
-    pub verdict: Verdict<T, E>,
+    pub verdict: ClusterVerdict<T, E>,
     /// How long it took (zero when it did not run).
     pub duration: Duration,
 }
@@ -260,7 +260,7 @@ impl From<&Rollout> for Pace {
 /// failure no later wave starts; with [`OnFailure::Stop`] no other cluster
 /// of its wave starts either (those running finish). Results come in wave
 /// order, each wave in its clusters' order.
-pub async fn run<T, E, F, Fut>(waves: &[Wave], pace: Pace, each: F) -> Vec<ClusterRun<T, E>>
+pub async fn run<T, E, F, Fut>(waves: &[RolloutWave], pace: Pace, each: F) -> Vec<ClusterRun<T, E>>
 where
     F: Fn(Target) -> Fut,
     Fut: Future<Output = Result<T, E>> + Send + 'static,
@@ -319,10 +319,10 @@ where
                 Err(error) => std::panic::resume_unwind(error.into_panic()),
             };
             let verdict = match result {
-                Ok(value) => Verdict::Done(value),
+                Ok(value) => ClusterVerdict::Done(value),
                 Err(error) => {
                     failed = true;
-                    Verdict::Failed(error)
+                    ClusterVerdict::Failed(error)
                 }
             };
             done[index] = Some(ClusterRun {
@@ -345,7 +345,7 @@ fn not_run<T, E>(target: &Target, wave: &str) -> ClusterRun<T, E> {
     ClusterRun {
         target: target.clone(),
         wave: wave.to_owned(),
-        verdict: Verdict::NotRun,
+        verdict: ClusterVerdict::NotRun,
         duration: Duration::ZERO,
     }
 }
@@ -435,9 +435,9 @@ mod tests {
         runs.iter()
             .map(|r| {
                 let verdict = match r.verdict {
-                    Verdict::Done(()) => "done",
-                    Verdict::Failed(()) => "failed",
-                    Verdict::NotRun => "not run",
+                    ClusterVerdict::Done(()) => "done",
+                    ClusterVerdict::Failed(()) => "failed",
+                    ClusterVerdict::NotRun => "not run",
                 };
                 (r.target.name.as_str(), verdict)
             })

@@ -27,7 +27,7 @@ const VERSIONS: &[&str] = &["v1beta2", "v1beta1"];
 
 /// A cluster found in a management cluster.
 #[derive(Debug, Clone)]
-pub struct Found {
+pub struct FoundCluster {
     /// The cluster as a target of the file.
     pub target: Target,
     /// How to reach it.
@@ -116,7 +116,7 @@ impl tazuna_core::hint::Hint for ClusterApiError {
 pub async fn discover(
     environment: &Environment,
     source: &ClusterApi,
-) -> Result<Vec<Found>, ClusterApiError> {
+) -> Result<Vec<FoundCluster>, ClusterApiError> {
     let options = ConnectOptions {
         kubeconfig: source.kubeconfig.clone(),
         context: source.context.clone(),
@@ -137,7 +137,7 @@ pub async fn discover(
                 context: context.clone(),
                 message: crate::objects::errors::status_message(&error),
             })?;
-    let mut found: Vec<Found> = Vec::new();
+    let mut found: Vec<FoundCluster> = Vec::new();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for cluster in clusters {
         let name = cluster.metadata.name.clone().unwrap_or_default();
@@ -156,7 +156,7 @@ pub async fn discover(
         let kubeconfig = kubeconfig_of(&connected.client, &name, &namespace, &context).await?;
         let mut labels = environment.labels.clone();
         labels.extend(cluster.metadata.labels.clone().unwrap_or_default());
-        found.push(Found {
+        found.push(FoundCluster {
             target: Target {
                 name,
                 environment: environment.name.clone(),

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kube::Client;
 use serde_json::Value;
-use tazuna_core::check::{Condition, Verdict};
+use tazuna_core::check::{Condition, TestVerdict};
 use tazuna_core::config::{Check, ResourceType, Test};
 use tazuna_core::inventory::ObjectRef;
 
@@ -160,15 +160,15 @@ pub async fn run(client: &Client, cluster: &Cluster, test: &Test) -> Result<(), 
             },
         };
         match streak.record(ok) {
-            Verdict::Passed => return Ok(()),
-            Verdict::Failed => {
+            TestVerdict::Passed => return Ok(()),
+            TestVerdict::Failed => {
                 return Err(TestError::Failed {
                     test: describe(test),
                     origin: test.origin.to_string(),
                     reason: last_reason,
                 });
             }
-            Verdict::Pending => {}
+            TestVerdict::Pending => {}
         }
         if let Some(timeout) = test.timeout
             && started.elapsed() >= timeout

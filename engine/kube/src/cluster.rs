@@ -55,7 +55,7 @@ impl std::fmt::Debug for InMemoryKubeconfig {
 
 /// The cluster a command works on, as it is shown before any write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub struct Destination {
     /// The kubeconfig context.
     pub context: String,
     /// The API server URL.
@@ -66,7 +66,7 @@ pub struct Target {
     pub version: String,
 }
 
-impl std::fmt::Display for Target {
+impl std::fmt::Display for Destination {
     /// `context kind-staging, server https://127.0.0.1:6443, cluster 1b2c… (v1.37.2)`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -204,7 +204,7 @@ fn select_context(
 /// it serves.
 pub struct Cluster {
     client: Client,
-    target: Target,
+    target: Destination,
     discovery: RwLock<Discovery>,
 }
 
@@ -320,7 +320,7 @@ impl Cluster {
             .await
             .map_err(unreachable)?;
         Ok(Self {
-            target: Target {
+            target: Destination {
                 context: context.clone(),
                 server: server.clone(),
                 uid: kube_system.metadata.uid.unwrap_or_default(),
@@ -337,7 +337,7 @@ impl Cluster {
     }
 
     /// Where this points.
-    pub fn target(&self) -> &Target {
+    pub fn target(&self) -> &Destination {
         &self.target
     }
 

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use tazuna_core::config::{ContextRule, MatchMode};
 use tazuna_core::lock::{ClusterBinding, Lockfile};
 
-use crate::cluster::Target;
+use crate::cluster::Destination;
 
 /// Where the expected identity came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,7 +51,7 @@ pub enum GuardError {
     )]
     WrongCluster {
         /// What the context leads to.
-        target: Box<Target>,
+        target: Box<Destination>,
         /// The expected UID.
         expected: String,
         /// Where that came from.
@@ -122,7 +122,7 @@ impl ContextGuard {
     /// to record when there is none yet (or when rebinding).
     pub fn check_identity(
         &self,
-        target: &Target,
+        target: &Destination,
         lock: &Lockfile,
         rebind: Rebind,
     ) -> Result<Option<ClusterBinding>, GuardError> {
@@ -179,8 +179,8 @@ mod tests {
         }
     }
 
-    fn target(uid: &str) -> Target {
-        Target {
+    fn target(uid: &str) -> Destination {
+        Destination {
             context: "kind-staging".into(),
             server: "https://127.0.0.1:6443".into(),
             uid: uid.into(),

@@ -568,26 +568,9 @@ mod tests {
 
     use super::*;
     use crate::state::{Entry, ManifestState, PluginRecord};
-    use tazuna_core::render::Object;
 
     fn rendered(objects: Vec<Value>) -> Rendered {
-        Rendered {
-            manifest: String::new(),
-            plugin: "manifests".into(),
-            plugin_version: "0.1.0".into(),
-            plugin_digest: String::new(),
-            objects: objects
-                .into_iter()
-                .map(|value| Object {
-                    value,
-                    origin: None,
-                    generated: Vec::new(),
-                })
-                .collect(),
-            upstream: Vec::new(),
-            scope: None,
-            traits: Default::default(),
-        }
+        Rendered::of("", "manifests", objects)
     }
 
     fn configmap(name: &str, namespace: Option<&str>) -> Value {

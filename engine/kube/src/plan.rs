@@ -730,7 +730,6 @@ mod tests {
 
     use super::*;
     use crate::state::{ManifestState, PluginRecord};
-    use tazuna_core::render::Object;
 
     fn manifest(name: &str) -> Manifest {
         Manifest {
@@ -763,23 +762,7 @@ mod tests {
     }
 
     fn rendered(manifest: &str, objects: Vec<Value>) -> Rendered {
-        Rendered {
-            manifest: manifest.to_owned(),
-            plugin: "manifests".into(),
-            plugin_version: "0.1.0".into(),
-            plugin_digest: String::new(),
-            objects: objects
-                .into_iter()
-                .map(|value| Object {
-                    value,
-                    origin: None,
-                    generated: Vec::new(),
-                })
-                .collect(),
-            upstream: Vec::new(),
-            scope: None,
-            traits: Default::default(),
-        }
+        Rendered::of(manifest, "manifests", objects)
     }
 
     /// Only ConfigMaps are served, as on a cluster without CRDs.

@@ -127,6 +127,7 @@ impl Hint for PluginLoadError {
     fn hint(&self) -> Option<String> {
         Some(match self {
             Self::Distribution(error) => return error.hint(),
+            Self::Host(error) => return error.hint(),
             Self::Ungranted { .. } => "add them to the plugin's `grants` in tazuna.yaml if you trust it with them, or pin a version that does not need them".to_owned(),
             Self::DigestMismatch { .. } => "if the new component is intended, update `digest` in tazuna.yaml".to_owned(),
             Self::NameMismatch { reported, .. } => format!(
@@ -190,9 +191,9 @@ impl PluginSet {
                 // Not a source: a resolver, or (when it is neither) the
                 // source's error.
                 Role::Either => match set.load_source(host, kind, decl, fetched) {
-                    Err(not_a_source @ PluginLoadError::Host(HostError::Load { .. })) => {
+                    Err(not_a_source @ PluginLoadError::Host(HostError::WrongWorld { .. })) => {
                         match set.load_resolver(host, kind, decl, fetched) {
-                            Err(PluginLoadError::Host(HostError::Load { .. })) => {
+                            Err(PluginLoadError::Host(HostError::WrongWorld { .. })) => {
                                 return Err(not_a_source);
                             }
                             other => other?,

@@ -73,6 +73,8 @@ pub enum RenderError {
         /// What went wrong, naming the object, the key and the provider
         /// (never a value).
         message: String,
+        /// What to do about it.
+        hint: Option<String>,
     },
     /// A value a secret provider gave the plugin's tools came back outside a
     /// Secret's values (another object, or a Secret's name, labels,
@@ -180,6 +182,8 @@ impl Hint for RenderError {
             Self::UpstreamChanged { manifest, .. } => Some(format!(
                 "the source serves other content under the same version; if that is intended, delete `sources.{manifest}` from tazuna.lock so the next run pins it again"
             )),
+            Self::Host { error, .. } => error.hint(),
+            Self::Secret { hint, .. } => hint.clone(),
             _ => None,
         }
     }

@@ -72,7 +72,7 @@ pub fn resolve_all(
     for item in &found {
         by_provider.entry(&item.provider).or_default().push(item);
     }
-    let mut failed: BTreeMap<usize, String> = BTreeMap::new();
+    let mut failed: BTreeMap<usize, (String, Option<String>)> = BTreeMap::new();
     let mut values: HashMap<(&str, &str), Vec<u8>> = HashMap::new();
     // A third-party plugin does not decide where secrets go: its references
     // resolve only with a grant, and none is resolved for a render that has
@@ -93,12 +93,17 @@ pub fn resolve_all(
             Ok(()) => {}
             Err(ReferenceRefused::Grant(needed)) => {
                 failed.entry(item.result).or_insert_with(|| {
-                    format!(
-                        "{}: `stringData.{}` refers to provider `{}`, which plugin `{}` may not use; if you trust it with that secret, add `{needed}` to its `grants` in `spec.plugins` (the plugin must request it too)",
-                        object_name(results, item),
-                        item.key,
-                        item.provider,
-                        rendered.plugin
+                    (
+                        format!(
+                            "{}: `stringData.{}` refers to provider `{}`, which plugin `{}` may not use",
+                            object_name(results, item),
+                            item.key,
+                            item.provider,
+                            rendered.plugin
+                        ),
+                        Some(format!(
+                            "if you trust the plugin with that secret, add `{needed}` to its `grants` in `spec.plugins` (the plugin must request it too)"
+                        )),
                     )
                 });
             }
@@ -109,12 +114,15 @@ pub fn resolve_all(
                     .map(|pin| pin.location.as_str())
                     .collect();
                 failed.entry(item.result).or_insert_with(|| {
-                    format!(
-                        "{}: `stringData.{}` refers to provider `{}`, but the reference comes from content fetched from {}, not from your files: a reference resolves only where you wrote it; if this Secret should hold that value, write the reference in the manifest's own values (its block in tazuna.yaml or a values file it names)",
-                        object_name(results, item),
-                        item.key,
-                        item.provider,
-                        fetched.join(", ")
+                    (
+                        format!(
+                            "{}: `stringData.{}` refers to provider `{}`, but the reference comes from content fetched from {}, not from your files: a reference resolves only where you wrote it",
+                            object_name(results, item),
+                            item.key,
+                            item.provider,
+                            fetched.join(", ")
+                        ),
+                        Some("if this Secret should hold that value, write the reference in the manifest's own values (its block in tazuna.yaml or a values file it names)".to_owned()),
                     )
                 });
             }
@@ -136,12 +144,16 @@ pub fn resolve_all(
             Err(failure) => {
                 for item in items {
                     failed.entry(item.result).or_insert_with(|| match &failure {
-                        ProviderFailure::Undeclared(why) => format!(
-                            "{}: `stringData.{}` {why}",
-                            object_name(results, item),
-                            item.key
+                        ProviderFailure::Undeclared { known } => (
+                            format!(
+                                "{}: `stringData.{}` {}",
+                                object_name(results, item),
+                                item.key,
+                                undeclared(provider)
+                            ),
+                            Some(format!("the providers are {known}")),
                         ),
-                        ProviderFailure::Failed(why) => why.clone(),
+                        ProviderFailure::Failed(why) => (why.clone(), None),
                     });
                 }
                 continue;
@@ -158,10 +170,13 @@ pub fn resolve_all(
                 Err(why) => {
                     for item in items {
                         failed.entry(item.result).or_insert_with(|| {
-                            format!(
-                                "{}: `stringData.{}`: {why}",
-                                object_name(results, item),
-                                item.key
+                            (
+                                format!(
+                                    "{}: `stringData.{}`: {why}",
+                                    object_name(results, item),
+                                    item.key
+                                ),
+                                None,
                             )
                         });
                     }
@@ -180,12 +195,16 @@ pub fn resolve_all(
             set(&mut rendered.objects[item.object].value, &item.key, value);
         }
     }
-    for (index, message) in failed {
+    for (index, (message, hint)) in failed {
         let manifest = match &results[index] {
             Ok(rendered) => rendered.manifest.clone(),
             Err(_) => continue,
         };
-        results[index] = Err(RenderError::Secret { manifest, message });
+        results[index] = Err(RenderError::Secret {
+            manifest,
+            message,
+            hint,
+        });
     }
 }
 
@@ -238,17 +257,20 @@ fn target<'a>(providers: &'a [Provider], working_dir: &Path, name: &str) -> Opti
     }
 }
 
-/// "names provider `x`, which ... does not declare", with the providers there are.
-fn undeclared(providers: &[Provider], name: &str) -> String {
-    let known: Vec<String> = providers
+/// The providers a reference may name, for the hint of one that names
+/// another.
+fn known_providers(providers: &[Provider]) -> String {
+    providers
         .iter()
         .map(|p| format!("`{}`", p.name))
         .chain([format!("`{DEFAULT_PROVIDER}`"), format!("`{ENV_PROVIDER}`")])
-        .collect();
-    format!(
-        "names provider `{name}`, which `spec.providers` does not declare\nhint: the providers are {}",
-        known.join(", ")
-    )
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a reference to an undeclared provider says, after what names it.
+fn undeclared(provider: &str) -> String {
+    format!("names provider `{provider}`, which `spec.providers` does not declare")
 }
 
 /// The value of environment variable `name` of the Tazuna process.
@@ -284,9 +306,11 @@ pub struct ProviderSecrets {
 /// Why a provider gave no values at all.
 #[derive(Debug, Clone)]
 pub enum ProviderFailure {
-    /// `spec.providers` does not declare it; the text says so and lists the
-    /// providers there are.
-    Undeclared(String),
+    /// `spec.providers` does not declare it; the providers there are.
+    Undeclared {
+        /// The providers it may name, listed.
+        known: String,
+    },
     /// Its resolver could not be loaded or called; the text names the
     /// provider.
     Failed(String),
@@ -336,10 +360,9 @@ impl ProviderSecrets {
             }
             Some(Target::Resolver { kind, config, dir }) => (kind, config, dir),
             None => {
-                return Err(ProviderFailure::Undeclared(undeclared(
-                    &self.providers,
-                    provider,
-                )));
+                return Err(ProviderFailure::Undeclared {
+                    known: known_providers(&self.providers),
+                });
             }
         };
         let failed = |why: String| ProviderFailure::Failed(format!("provider `{provider}`: {why}"));
@@ -404,7 +427,10 @@ impl ToolSecrets for ProviderSecrets {
     fn resolve(&self, provider: &str, reference: &str) -> Result<ToolSecret, String> {
         let answer = match self.resolve_each(provider, &[reference.to_owned()]) {
             Ok(mut answers) => answers.pop().unwrap_or_else(|| Err("no answer".to_owned())),
-            Err(ProviderFailure::Undeclared(why)) => Err(format!("`ref+{provider}:…` {why}")),
+            Err(ProviderFailure::Undeclared { known }) => Err(format!(
+                "`ref+{provider}:…` {}; the providers are {known}",
+                undeclared(provider)
+            )),
             Err(ProviderFailure::Failed(why)) => Err(why),
         };
         answer.map(|value| ToolSecret {

@@ -50,13 +50,12 @@ impl Build {
                 Ok(manifest) => rendered.push(manifest),
                 Err(error) => {
                     failures += 1;
-                    let hint = error
-                        .hint()
-                        .map(|hint| format!("\nhint: {hint}"))
-                        .unwrap_or_default();
                     eprintln!(
                         "{}",
-                        failure::paint(&format!("error: {error}{hint}"), settings.stderr_color)
+                        failure::paint(
+                            &failure::with_hints("error", error, error.hints()),
+                            settings.stderr_color
+                        )
                     );
                 }
             }

@@ -42,8 +42,13 @@ impl Check {
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
         let mut stack = super::open_quietly(settings, Writes::Persist)?;
         if self.fix && !stack.config().warnings.is_empty() {
-            let fixed = tazuna_core::config::fix(&stack.config().warnings)
-                .map_err(|message| anyhow::anyhow!("cannot fix: {message}"))?;
+            let fixed = tazuna_core::config::fix(&stack.config().warnings).map_err(|error| {
+                let hints = tazuna_core::hint::Hint::hints(&error);
+                match hints.into_iter().next() {
+                    Some(hint) => failure::advised(format!("cannot fix: {error}"), hint),
+                    None => anyhow::anyhow!("cannot fix: {error}"),
+                }
+            })?;
             for (file, edits) in fixed {
                 eprintln!("fixed {edits} names in {}", file.display());
             }
@@ -72,9 +77,10 @@ impl Check {
                 } else {
                     w.hint.replace("`tazuna check --fix`", "`--fix`")
                 };
-                format!(
-                    "error: {}\n  --> {}\nhint: {hint}",
-                    w.message, w.at.location
+                failure::with_hints(
+                    "error",
+                    &format_args!("{}\n  --> {}", w.message, w.at.location),
+                    [hint],
                 )
             })
             .collect();
@@ -98,10 +104,14 @@ impl Check {
                         "a plugin only sees the directory of the file that declares the manifest; move tazuna.yaml up, or declare the manifest in an included file nearer its files",
                     ),
                 };
-                problems.push(format!(
-                    "error: manifest `{}`: path `{path}` {what} (manifest directory: `{}`)\n  --> {at}\nhint: {hint}",
-                    manifest.name,
-                    manifest.base_dir.display()
+                problems.push(failure::with_hints(
+                    "error",
+                    &format_args!(
+                        "manifest `{}`: path `{path}` {what} (manifest directory: `{}`)\n  --> {at}",
+                        manifest.name,
+                        manifest.base_dir.display()
+                    ),
+                    [hint],
                 ));
             }
             let Some(plugin) = plugins.get(&manifest.kind) else {
@@ -196,9 +206,13 @@ fn missing_tools(manifests: &[&Manifest], plugins: &PluginSet) -> Vec<String> {
                         .join(", ")
                 ),
             };
-            format!(
-                "warning: `{tool}` is not installed, and {who} it\nhint: put `{tool}` on PATH or set {}",
-                tool_env_var(&tool)
+            failure::with_hints(
+                "warning",
+                &format_args!("`{tool}` is not installed, and {who} it"),
+                [format!(
+                    "put `{tool}` on PATH or set {}",
+                    tool_env_var(&tool)
+                )],
             )
         })
         .collect()

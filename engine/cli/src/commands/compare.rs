@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::Value;
-use tazuna_core::compare::{self, Comparison, Entry};
+use tazuna_core::compare::{self, Compared, Comparison};
 use tazuna_core::config::{self, Target};
 use tazuna_engine::stack::{Access, Writes};
 
@@ -104,9 +104,9 @@ impl Compare {
 }
 
 /// One side's objects as [`compare`] takes them.
-fn entries(side: &[(String, Option<String>, Value)]) -> Vec<Entry<'_>> {
+fn entries(side: &[(String, Option<String>, Value)]) -> Vec<Compared<'_>> {
     side.iter()
-        .map(|(manifest, namespace, value)| Entry {
+        .map(|(manifest, namespace, value)| Compared {
             manifest,
             value,
             default_namespace: namespace.as_deref(),

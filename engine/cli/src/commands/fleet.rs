@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use tazuna_core::config::{self, LoadOptions, OnFailure};
-use tazuna_engine::fleet::{self, ClusterRun, Found, Pace, Verdict, Wave};
+use tazuna_engine::fleet::{self, ClusterRun, ClusterVerdict, Discovered, Pace, RolloutWave};
 
 use crate::failure::{self, Reported};
 use crate::report::OutputFormat;
@@ -60,12 +60,12 @@ pub enum Scope {
     One(Box<GlobalSettings>),
     /// Several clusters, in waves, with the kubeconfigs of those found
     /// through Cluster API.
-    Many(Vec<Wave>, Pace, Found),
+    Many(Vec<RolloutWave>, Pace, Discovered),
 }
 
 /// The file's clusters, with those of the Cluster API environments the
 /// selection can reach found in their management clusters.
-pub async fn declared(settings: &GlobalSettings) -> anyhow::Result<(config::Fleet, Found)> {
+pub async fn declared(settings: &GlobalSettings) -> anyhow::Result<(config::Fleet, Discovered)> {
     let opts = LoadOptions::new(tazuna_engine::stack::tazuna_version());
     let mut declared = config::fleet(&settings.file, &opts)?;
     let selection = &settings.selection;
@@ -81,7 +81,7 @@ pub async fn declared(settings: &GlobalSettings) -> anyhow::Result<(config::Flee
                     .any(|c| !declared_names.contains(c)))
     };
     if !declared.environments.values().any(reaches) {
-        return Ok((declared, Found::new()));
+        return Ok((declared, Discovered::new()));
     }
     // Only the environments the selection reaches: no management cluster is
     // asked for what the command will not touch.
@@ -156,7 +156,7 @@ pub async fn scope(
         Order::Waves => fleet::waves(targets, &declared.rollout)?,
         Order::Everywhere => {
             pace.on_failure = OnFailure::FinishWave;
-            vec![Wave {
+            vec![RolloutWave {
                 name: "all".to_owned(),
                 targets,
             }]
@@ -194,7 +194,7 @@ pub enum Changes {
 /// run, else 2 when one has changes and `changes` says so, else 0.
 pub async fn run<F, Fut>(
     settings: &GlobalSettings,
-    (waves, pace, found): (Vec<Wave>, Pace, Found),
+    (waves, pace, found): (Vec<RolloutWave>, Pace, Discovered),
     verb: &str,
     changes: Changes,
     each: F,
@@ -245,10 +245,12 @@ where
         }
     })
     .await;
-    let failed = runs.iter().any(|r| !matches!(r.verdict, Verdict::Done(_)));
+    let failed = runs
+        .iter()
+        .any(|r| !matches!(r.verdict, ClusterVerdict::Done(_)));
     let changed = runs
         .iter()
-        .any(|r| matches!(&r.verdict, Verdict::Done(report) if report.changes));
+        .any(|r| matches!(&r.verdict, ClusterVerdict::Done(report) if report.changes));
     if text {
         outln!("{}", table(&runs));
     } else {
@@ -270,10 +272,10 @@ where
 
 fn result_word(run: &ClusterRun<ClusterReport, anyhow::Error>) -> &'static str {
     match &run.verdict {
-        Verdict::Done(report) if report.changes => "changes",
-        Verdict::Done(_) => "ok",
-        Verdict::Failed(_) => "failed",
-        Verdict::NotRun => "not run",
+        ClusterVerdict::Done(report) if report.changes => "changes",
+        ClusterVerdict::Done(_) => "ok",
+        ClusterVerdict::Failed(_) => "failed",
+        ClusterVerdict::NotRun => "not run",
     }
 }
 
@@ -293,13 +295,13 @@ fn table(runs: &[ClusterRun<ClusterReport, anyhow::Error>]) -> String {
     ]];
     for run in runs {
         let changed = match &run.verdict {
-            Verdict::Done(ClusterReport {
+            ClusterVerdict::Done(ClusterReport {
                 changed: Some(n), ..
             }) => n.to_string(),
             _ => "-".to_owned(),
         };
         let duration = match run.verdict {
-            Verdict::NotRun => "-".to_owned(),
+            ClusterVerdict::NotRun => "-".to_owned(),
             _ => seconds(run.duration),
         };
         rows.push([
@@ -323,7 +325,7 @@ fn json_row(run: &ClusterRun<ClusterReport, anyhow::Error>) -> serde_json::Value
         "seconds": (run.duration.as_secs_f64() * 1000.0).round() / 1000.0,
     });
     match &run.verdict {
-        Verdict::Done(report) => {
+        ClusterVerdict::Done(report) => {
             if let Some(changed) = report.changed {
                 row["changed"] = serde_json::json!(changed);
             }
@@ -331,13 +333,13 @@ fn json_row(run: &ClusterRun<ClusterReport, anyhow::Error>) -> serde_json::Value
                 row["report"] = json.clone();
             }
         }
-        Verdict::Failed(error) => {
+        ClusterVerdict::Failed(error) => {
             row["error"] = serde_json::json!(
                 failure::describe(error, crate::report::Color::Never)
                     .unwrap_or_else(|| "failed; see the lines above".to_owned())
             );
         }
-        Verdict::NotRun => {}
+        ClusterVerdict::NotRun => {}
     }
     row
 }

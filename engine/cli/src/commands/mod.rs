@@ -64,9 +64,10 @@ pub fn open(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> 
     let notices = notices(settings);
     for warning in &stack.config().warnings {
         notices(&crate::failure::paint(
-            &format!(
-                "warning: {}\n  --> {}\nhint: {}",
-                warning.message, warning.at.location, warning.hint
+            &crate::failure::with_hints(
+                "warning",
+                &format_args!("{}\n  --> {}", warning.message, warning.at.location),
+                [&warning.hint],
             ),
             settings.stderr_color,
         ));

@@ -33,9 +33,20 @@ const SDK_MANIFEST: &str = include_str!("../../../../sdk/Cargo.toml");
 /// The workspace manifest, for what the SDK inherits.
 const WORKSPACE_MANIFEST: &str = include_str!("../../../../Cargo.toml");
 
+/// Where the SDK's one dependency of its own, `tazuna-gotmpl`, goes in the vendored SDK: the
+/// path its manifest names (`path = "gotmpl"`), so the copy resolves it as the checkout does.
+const VENDOR_GOTMPL_DIR: &str = "gotmpl";
+/// `tazuna-gotmpl`'s manifest.
+const GOTMPL_MANIFEST: &str = include_str!("../../../../sdk/gotmpl/Cargo.toml");
+/// `tazuna-gotmpl`'s files besides its manifest.
+const VENDORED_GOTMPL: [(&str, &str); 1] = [(
+    "src/lib.rs",
+    include_str!("../../../../sdk/gotmpl/src/lib.rs"),
+)];
+
 /// The SDK's files besides its manifest, as `cargo package -p tazuna-sdk` packages them (a test
 /// checks that every file of `sdk/src` is here).
-const VENDORED_SDK: [(&str, &str); 12] = [
+const VENDORED_SDK: [(&str, &str); 13] = [
     ("README.md", include_str!("../../../../sdk/README.md")),
     (
         "wit/plugin.wit",
@@ -64,6 +75,10 @@ const VENDORED_SDK: [(&str, &str); 12] = [
         include_str!("../../../../sdk/src/source.rs"),
     ),
     ("src/tools.rs", include_str!("../../../../sdk/src/tools.rs")),
+    (
+        "src/traits.rs",
+        include_str!("../../../../sdk/src/traits.rs"),
+    ),
     ("src/types.rs", include_str!("../../../../sdk/src/types.rs")),
 ];
 
@@ -141,7 +156,10 @@ pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<String>> {
     // Before anything is written: an embedded SDK that cannot stand alone is a bug of this build.
     let vendored_manifest = match plan.sdk_path {
         Some(_) => None,
-        None => Some(standalone_sdk_manifest()?),
+        None => Some((
+            standalone_manifest("tazuna-sdk", SDK_MANIFEST)?,
+            standalone_manifest("tazuna-gotmpl", GOTMPL_MANIFEST)?,
+        )),
     };
     let crate_name = format!("tazuna-plugin-{name}");
     let (kind, description, lib) = if plan.resolver {
@@ -181,21 +199,26 @@ pub fn create(plan: &NewPlugin) -> anyhow::Result<Vec<String>> {
         write(&plan.dir.join(file), &fill(template))?;
     }
     let mut written: Vec<String> = files.iter().map(|(file, _)| (*file).to_owned()).collect();
-    if let Some(manifest) = vendored_manifest {
+    if let Some((manifest, gotmpl_manifest)) = vendored_manifest {
         let vendor = plan.dir.join(VENDOR_DIR);
         write(&vendor.join("Cargo.toml"), &manifest)?;
         for (file, text) in VENDORED_SDK {
             write(&vendor.join(file), text)?;
+        }
+        let gotmpl = vendor.join(VENDOR_GOTMPL_DIR);
+        write(&gotmpl.join("Cargo.toml"), &gotmpl_manifest)?;
+        for (file, text) in VENDORED_GOTMPL {
+            write(&gotmpl.join(file), text)?;
         }
         written.push(format!("{VENDOR_DIR}/"));
     }
     Ok(written)
 }
 
-/// The SDK's manifest with what it inherits from the workspace written out, so that it builds
-/// on its own: what `cargo package` would publish. Comments are left out; they speak of the
-/// checkout.
-fn standalone_sdk_manifest() -> anyhow::Result<String> {
+/// The manifest `text` of the workspace's crate `name` (the SDK, or the crate it depends on)
+/// with what it inherits from the workspace written out, so that it builds on its own: what
+/// `cargo package` would publish. Comments are left out; they speak of the checkout.
+fn standalone_manifest(name: &str, text: &str) -> anyhow::Result<String> {
     let inherited = |table: &str, key: &str| -> anyhow::Result<String> {
         let mut current = "";
         for line in WORKSPACE_MANIFEST.lines() {
@@ -210,15 +233,15 @@ fn standalone_sdk_manifest() -> anyhow::Result<String> {
             }
         }
         anyhow::bail!(
-            "the embedded SDK inherits `{key}` from `[{table}]`, and the workspace manifest has none (a bug in this build of tazuna)"
+            "the embedded {name} inherits `{key}` from `[{table}]`, and the workspace manifest has none (a bug in this build of tazuna)"
         )
     };
     let mut manifest = format!(
-        "# tazuna-sdk {version}, written by `tazuna plugin new` (tazuna {version}).\n",
+        "# {name} {version}, written by `tazuna plugin new` (tazuna {version}).\n",
         version = env!("CARGO_PKG_VERSION")
     );
     let mut section = String::new();
-    for line in SDK_MANIFEST.lines() {
+    for line in text.lines() {
         let trimmed = line.trim();
         if let Some(header) = trimmed.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
             section = header.to_owned();
@@ -244,7 +267,7 @@ fn standalone_sdk_manifest() -> anyhow::Result<String> {
                 manifest.push_str(&format!("{key} = {}\n", inherited(table, key)?));
             }
             None if trimmed.contains("workspace") => anyhow::bail!(
-                "the embedded SDK's manifest line `{trimmed}` cannot be written out (a bug in this build of tazuna)"
+                "the embedded {name}'s manifest line `{trimmed}` cannot be written out (a bug in this build of tazuna)"
             ),
             None => {
                 manifest.push_str(line);
@@ -377,9 +400,12 @@ mod tests {
             .unwrap()
             .map(|entry| format!("src/{}", entry.unwrap().file_name().to_string_lossy()))
             .chain(
+                // What `include = ["wit/*.wit"]` packages: not `wit/released/`.
                 std::fs::read_dir(sdk.join("wit"))
                     .unwrap()
-                    .map(|entry| format!("wit/{}", entry.unwrap().file_name().to_string_lossy())),
+                    .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.ends_with(".wit"))
+                    .map(|name| format!("wit/{name}")),
             )
             .chain(["README.md".to_owned()])
             .collect();
@@ -399,12 +425,31 @@ mod tests {
             std::fs::read_to_string(sdk.join("../wit/plugin.wit")).unwrap(),
             VENDORED_SDK[1].1
         );
+        // And the crate the SDK depends on, whole.
+        let gotmpl: Vec<String> = std::fs::read_dir(sdk.join("gotmpl/src"))
+            .unwrap()
+            .map(|entry| format!("src/{}", entry.unwrap().file_name().to_string_lossy()))
+            .collect();
+        let embedded: Vec<&str> = VENDORED_GOTMPL.iter().map(|(f, _)| *f).collect();
+        assert_eq!(embedded, gotmpl, "update VENDORED_GOTMPL in scaffold.rs");
+        for (file, text) in VENDORED_GOTMPL {
+            assert_eq!(
+                std::fs::read_to_string(sdk.join("gotmpl").join(file)).unwrap(),
+                text
+            );
+        }
     }
 
     /// The vendored SDK's manifest stands alone and asks for the workspace's versions.
     #[test]
     fn the_vendored_sdk_manifest_writes_out_what_it_inherits() {
-        let manifest = standalone_sdk_manifest().unwrap();
+        let manifest = standalone_manifest("tazuna-sdk", SDK_MANIFEST).unwrap();
+        let gotmpl = standalone_manifest("tazuna-gotmpl", GOTMPL_MANIFEST).unwrap();
+        assert!(!gotmpl.contains("workspace"), "{gotmpl}");
+        assert!(
+            manifest.contains("tazuna-gotmpl = { version = \"0.1.0\", path = \"gotmpl\" }"),
+            "the SDK finds the copy of tazuna-gotmpl beside it: {manifest}"
+        );
         assert!(!manifest.contains("workspace"), "{manifest}");
         assert!(!manifest.contains("[lints]"), "{manifest}");
         let version = env!("CARGO_PKG_VERSION");

@@ -95,24 +95,20 @@ impl ClusterConfig {
         validate_name(&self.name)?;
         self.assets.require(&Tool::CONTROL_PLANE)?;
         let stages = self.assets.kwok_stages();
-        anyhow::ensure!(
-            stages.is_dir(),
-            "kwok's stage files are missing from `{}`\nhint: run `tests/controlplane/install.sh`",
-            stages.display()
-        );
+        if !stages.is_dir() {
+            return Err(crate::StartError::MissingStages(stages).into());
+        }
 
         let (dir, temp) = match &self.dir {
             Some(dir) => {
                 if let Ok(state) = ClusterState::load(dir)
                     && state.is_running()
                 {
-                    anyhow::bail!(
-                        "cluster `{}` is already running in `{}`\nhint: stop it with \
-                         `cargo xtask cluster down --name {}`",
-                        state.name,
-                        dir.display(),
-                        state.name
-                    );
+                    return Err(crate::StartError::AlreadyRunning {
+                        name: state.name,
+                        dir: dir.clone(),
+                    }
+                    .into());
                 }
                 if dir.exists() {
                     fs::remove_dir_all(dir)
@@ -134,7 +130,7 @@ impl ClusterConfig {
         let pki = pki::generate(&dir.join("pki"))?;
         let ports = Ports::allocate()?;
         let server = format!("https://127.0.0.1:{}", ports.apiserver);
-        let entry = kubeconfig::Entry {
+        let entry = kubeconfig::ClusterEntry {
             name: self.name.clone(),
             server: server.clone(),
             ca_pem: fs::read_to_string(&pki.ca_cert)?,
@@ -175,7 +171,7 @@ pub struct Cluster {
     ports: Ports,
     kubeconfig: PathBuf,
     kubectl: PathBuf,
-    entry: kubeconfig::Entry,
+    entry: kubeconfig::ClusterEntry,
     components: Vec<Process>,
     watchdog: Option<Process>,
     assets: Assets,
@@ -251,7 +247,7 @@ impl Cluster {
     }
 
     /// The entry to merge into another kubeconfig with [`kubeconfig::merge_into`].
-    pub fn kubeconfig_entry(&self) -> &kubeconfig::Entry {
+    pub fn kubeconfig_entry(&self) -> &kubeconfig::ClusterEntry {
         &self.entry
     }
 
@@ -712,10 +708,9 @@ fn validate_name(name: &str) -> anyhow::Result<()> {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-');
-    anyhow::ensure!(
-        ok,
-        "invalid cluster name `{name}`\nhint: use lowercase letters, digits and `-`, at most 63"
-    );
+    if !ok {
+        return Err(crate::StartError::InvalidName(name.to_owned()).into());
+    }
     Ok(())
 }
 

@@ -345,6 +345,12 @@ pub enum ConfigError {
     },
 }
 
+impl crate::hint::Hint for ConfigError {
+    fn hint(&self) -> Option<String> {
+        ConfigError::hint(self)
+    }
+}
+
 impl ConfigError {
     /// Where the error points, when it points into a file.
     pub fn location(&self) -> Option<&Location> {

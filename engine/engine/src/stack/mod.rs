@@ -176,23 +176,24 @@ impl From<StateError> for RunError {
 
 impl Hint for RunError {
     fn hint(&self) -> Option<String> {
+        self.hints().into_iter().next()
+    }
+
+    fn hints(&self) -> Vec<String> {
         match self {
-            Self::Cluster(error) => error.hint(),
-            Self::Guard(error) => error.hint(),
-            Self::State(error) => error.hint(),
+            Self::Cluster(error) => error.hints(),
+            Self::Guard(error) => error.hints(),
+            Self::State(error) => error.hints(),
             Self::Ownership(errors) => {
-                let mut hints: Vec<String> = errors.iter().filter_map(Hint::hint).collect();
+                let mut hints: Vec<String> = errors.iter().flat_map(Hint::hints).collect();
                 hints.dedup();
-                (!hints.is_empty()).then(|| hints.join("\nhint: "))
+                hints
             }
-            Self::Plan(error) => error.hint(),
-            Self::MissingNamespaces(missing) => {
-                let hints: Vec<String> = missing.iter().filter_map(Hint::hint).collect();
-                (!hints.is_empty()).then(|| hints.join("\nhint: "))
-            }
-            Self::NotInState(_, hint) => Some(hint.clone()),
-            Self::Plugins(error) => error.hint(),
-            _ => None,
+            Self::Plan(error) => error.hints(),
+            Self::MissingNamespaces(missing) => missing.iter().flat_map(Hint::hints).collect(),
+            Self::NotInState(_, hint) => vec![hint.clone()],
+            Self::Plugins(error) => error.hints(),
+            _ => Vec::new(),
         }
     }
 }

@@ -128,11 +128,21 @@ pub enum HostError {
     /// The wasmtime engine could not be set up.
     #[error("cannot start the plugin runtime: {0}")]
     Engine(String),
-    /// The bytes are not a valid component, or it targets another world.
+    /// The bytes are not a valid component.
     #[error("plugin `{plugin}` cannot be loaded: {message}")]
     Load {
         /// Plugin name or source.
         plugin: String,
+        /// wasmtime's explanation.
+        message: String,
+    },
+    /// The component does not implement the world it is loaded as.
+    #[error("plugin `{plugin}` cannot be loaded: {message}")]
+    WrongWorld {
+        /// Plugin name or source.
+        plugin: String,
+        /// The world it was loaded as.
+        world: &'static str,
         /// wasmtime's explanation.
         message: String,
     },
@@ -176,6 +186,17 @@ pub enum HostError {
         /// What failed.
         message: String,
     },
+}
+
+impl tazuna_core::hint::Hint for HostError {
+    fn hint(&self) -> Option<String> {
+        match self {
+            Self::WrongWorld { world, .. } => Some(format!(
+                "the component must target the WIT world `{world}`; build it with tazuna-sdk (`tazuna plugin new`)"
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The process-wide plugin runtime.
@@ -277,11 +298,10 @@ impl PluginHost {
             .linker
             .instantiate_pre(&component)
             .and_then(SourcePluginPre::new)
-            .map_err(|e| HostError::Load {
+            .map_err(|e| HostError::WrongWorld {
                 plugin: label.to_owned(),
-                message: format!(
-                    "{e:#}\nhint: the component must target the WIT world `{SOURCE_WORLD}`"
-                ),
+                world: SOURCE_WORLD,
+                message: format!("{e:#}"),
             })?;
         let mut plugin = SourcePlugin {
             builtin: matches!(granted, Grants::Requested),

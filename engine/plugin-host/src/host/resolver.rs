@@ -78,11 +78,10 @@ impl PluginHost {
             .linker
             .instantiate_pre(&component)
             .and_then(SecretResolverPluginPre::new)
-            .map_err(|e| HostError::Load {
+            .map_err(|e| HostError::WrongWorld {
                 plugin: label.to_owned(),
-                message: format!(
-                    "{e:#}\nhint: a secret resolver must target the WIT world `{RESOLVER_WORLD}`"
-                ),
+                world: RESOLVER_WORLD,
+                message: format!("{e:#}"),
             })?;
         let (info, schemes) = self.call_in(
             label,

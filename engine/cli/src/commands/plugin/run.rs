@@ -151,17 +151,13 @@ pub(super) fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result
     let found = host.validate(&plugin, &config.to_string())?;
     print_diagnostics(&found);
     if found.iter().any(|d| matches!(d.severity, Severity::Error)) {
-        eprintln!(
-            "{}",
-            failure::paint(
-                &format!(
-                    "error: manifest `{manifest}`: plugin `{}` finds the config invalid; nothing was rendered\nhint: fix the config at the paths named above; the plugin's config type says what it accepts",
-                    info.name
-                ),
-                settings.stderr_color
-            )
-        );
-        return Err(Reported.into());
+        return Err(failure::advised(
+            format!(
+                "manifest `{manifest}`: plugin `{}` finds the config invalid; nothing was rendered",
+                info.name
+            ),
+            "fix the config at the paths named above; the plugin's config type says what it accepts",
+        ));
     }
 
     let request = RenderRequest {
@@ -177,14 +173,13 @@ pub(super) fn run(settings: &GlobalSettings, plan: &RunPlugin) -> anyhow::Result
         scratch: String::new(),
     };
     let failed = |error: RenderError, extra: Option<String>| {
-        let hint = error
-            .hint()
-            .or(extra)
-            .map(|hint| format!("\nhint: {hint}"))
-            .unwrap_or_default();
+        let hints = error.hints().into_iter().chain(extra);
         eprintln!(
             "{}",
-            failure::paint(&format!("error: {error}{hint}"), settings.stderr_color)
+            failure::paint(
+                &failure::with_hints("error", &error, hints),
+                settings.stderr_color
+            )
         );
         Reported
     };

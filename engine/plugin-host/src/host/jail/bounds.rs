@@ -37,7 +37,7 @@ static PRIVATE: AtomicBool = AtomicBool::new(false);
 /// thing in `main`, while the process has one thread (a thread that unshares
 /// later changes only itself). Does nothing unless running as root on Linux;
 /// when the kernel refuses, scratch stays unbounded (see the module's doc).
-pub fn private_mounts() -> Result<(), String> {
+pub fn private_mounts() -> Result<(), super::JailError> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: geteuid has no preconditions; unshare and mount take plain
@@ -47,10 +47,10 @@ pub fn private_mounts() -> Result<(), String> {
                 return Ok(());
             }
             if libc::unshare(libc::CLONE_NEWNS) != 0 {
-                return Err(format!(
+                return Err(super::JailError::Mounts(format!(
                     "no mount namespace for scratch: {}",
                     std::io::Error::last_os_error()
-                ));
+                )));
             }
             // The host's mounts still reach Tazuna; none of Tazuna's leave.
             if libc::mount(
@@ -61,10 +61,10 @@ pub fn private_mounts() -> Result<(), String> {
                 std::ptr::null(),
             ) != 0
             {
-                return Err(format!(
+                return Err(super::JailError::Mounts(format!(
                     "cannot make Tazuna's mounts its own: {}",
                     std::io::Error::last_os_error()
-                ));
+                )));
             }
         }
         PRIVATE.store(true, Ordering::Relaxed);

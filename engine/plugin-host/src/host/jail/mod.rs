@@ -194,9 +194,30 @@ impl Drop for Jailed {
     }
 }
 
+/// Why a jail could not be set up or its tool not started.
+#[derive(Debug, thiserror::Error)]
+pub enum JailError {
+    /// The jail's root directory could not be made.
+    #[error("cannot make the jail's root: {0}")]
+    Root(std::io::Error),
+    /// A step of the confinement failed (the kernel refused a namespace, a
+    /// mount, a Landlock ruleset or the listeners).
+    #[error("cannot confine the tool: {0}")]
+    Confine(String),
+    /// The confined tool did not start.
+    #[error("{0}")]
+    Start(std::io::Error),
+    /// The thread that sets the jail up panicked.
+    #[error("the jail's thread panicked")]
+    Panicked,
+    /// Tazuna's own mount namespace could not be made.
+    #[error("{0}")]
+    Mounts(String),
+}
+
 /// Start `command` in the jail `policy` describes. Sets the proxy variables
 /// on `command` when a non-loopback endpoint is named.
-pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
+pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, JailError> {
     let support = support();
     let mode = match policy.identity {
         Identity::Caller if root_jail() == RootJail::NotRoot => RootJail::NotRoot,
@@ -208,7 +229,7 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
             tempfile::Builder::new()
                 .prefix("tazuna-jail-")
                 .tempdir()
-                .map_err(|e| format!("cannot make the jail's root: {e}"))?,
+                .map_err(JailError::Root)?,
         ),
         RootJail::NotRoot | RootJail::Bare => None,
     };
@@ -222,8 +243,8 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
     let (child, routes) = std::thread::spawn(move || {
         let mut routes = Vec::new();
         let ports: Vec<u16> = if support.network.is_ok() {
-            enter_network_namespace()?;
-            routes = listen(&policy.endpoints, &mut command)?;
+            enter_network_namespace().map_err(JailError::Confine)?;
+            routes = listen(&policy.endpoints, &mut command).map_err(JailError::Confine)?;
             routes
                 .iter()
                 .filter_map(|(listener, _)| listener.local_addr().ok())
@@ -233,19 +254,20 @@ pub fn spawn(mut command: Command, policy: Policy) -> Result<Jailed, String> {
             policy.endpoints.iter().map(|e| e.port).collect()
         };
         #[cfg(target_os = "linux")]
-        confine(&mut command, &policy, mode, root_path.as_deref(), cgroup)?;
+        confine(&mut command, &policy, mode, root_path.as_deref(), cgroup)
+            .map_err(JailError::Confine)?;
         #[cfg(not(target_os = "linux"))]
         let _ = (mode, root_path);
         if support.landlock.is_ok() {
-            restrict(&policy, &ports)?;
+            restrict(&policy, &ports).map_err(JailError::Confine)?;
         }
         #[cfg(unix)]
         std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command.spawn().map_err(|error| error.to_string())?;
-        Ok::<_, String>((child, routes))
+        let child = command.spawn().map_err(JailError::Start)?;
+        Ok::<_, JailError>((child, routes))
     })
     .join()
-    .map_err(|_| "the jail's thread panicked".to_owned())??;
+    .map_err(|_| JailError::Panicked)??;
     // The listeners live in the jail's namespace; the threads that serve them
     // run here, in Tazuna's, so they reach the real endpoints.
     let stop = Arc::new(AtomicBool::new(false));
