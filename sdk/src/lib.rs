@@ -54,6 +54,7 @@ mod config;
 pub mod exec;
 mod info;
 pub mod log;
+pub mod outbound;
 mod secret;
 mod source;
 pub mod tools;

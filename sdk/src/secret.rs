@@ -50,6 +50,19 @@ pub trait SecretResolver {
 
     /// Resolves one reference to its value.
     fn resolve(config: &Self::Config, reference: &str) -> Result<Vec<u8>, PluginError>;
+
+    /// Resolves every reference of one run, one result each, in order. By default each on its
+    /// own with [`resolve`](Self::resolve); a resolver of a store that answers many at once
+    /// (AWS Secrets Manager's `BatchGetSecretValue`) overrides it.
+    fn resolve_all(
+        config: &Self::Config,
+        references: &[String],
+    ) -> Vec<Result<Vec<u8>, PluginError>> {
+        references
+            .iter()
+            .map(|reference| Self::resolve(config, reference))
+            .collect()
+    }
 }
 
 /// Implements the WIT `secret-resolver` interface for any [`SecretResolver`].
@@ -80,15 +93,19 @@ fn resolve<R: SecretResolver>(
     config: &str,
     refs: Vec<String>,
 ) -> Vec<Result<SecretValue, PluginError>> {
-    let config = config::parse::<R::Config>(config);
-    refs.into_iter()
-        .map(|reference| match &config {
-            Ok(config) => {
-                R::resolve(config, &reference).map(|value| SecretValue { reference, value })
-            }
-            Err(diagnostics) => Err(PluginError::InvalidConfig(diagnostics.clone())),
-        })
-        .collect()
+    match config::parse::<R::Config>(config) {
+        Ok(config) => {
+            let values = R::resolve_all(&config, &refs);
+            refs.into_iter()
+                .zip(values)
+                .map(|(reference, value)| value.map(|value| SecretValue { reference, value }))
+                .collect()
+        }
+        Err(diagnostics) => refs
+            .iter()
+            .map(|_| Err(PluginError::InvalidConfig(diagnostics.clone())))
+            .collect(),
+    }
 }
 
 #[cfg(test)]

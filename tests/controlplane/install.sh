@@ -6,6 +6,7 @@
 #     gcc-mingw-w64-x86-64 (the C compiler the Windows `cargo check` needs for
 #     ring and aws-lc), and python3 (a chart repository server, and
 #     /usr/bin/python3 for the jail's hostile-tool probe), only when missing;
+#   - moto (PyPI, MOTO_VERSION), the AWS API of the secret-store tests, in a venv;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
 #     live under ~/.cache/tazuna-dev/go/ and are removed after a build, to leave the
@@ -339,6 +340,18 @@ if [ "$built_any" = 1 ] && [ "${TAZUNA_DEV_KEEP_GO_CACHE:-0}" != 1 ]; then
   rm -rf "$CACHE/go"
 fi
 
+# --- moto (PyPI): the AWS API for the secret-store tests ----------------------------
+moto_dir="$BIN/moto-$MOTO_VERSION"
+if [ ! -x "$moto_dir/bin/moto_server" ]; then
+  log "installing moto $MOTO_VERSION into $moto_dir"
+  # A venv's scripts name its own path, so it is made where it stays.
+  if ! { python3 -m venv "$moto_dir" \
+         && "$moto_dir/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"; }; then
+    rm -rf "$moto_dir"
+    failed+=("moto")
+  fi
+fi
+
 # --- Report ------------------------------------------------------------------------
 echo "tazuna test assets (cache $BIN):"
 for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
@@ -354,6 +367,7 @@ for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_V
     echo "  $1 $2: MISSING"
   fi
 done
+if [ -x "$moto_dir/bin/moto_server" ]; then echo "  $moto_dir/bin/moto_server"; else echo "  moto $MOTO_VERSION: MISSING"; fi
 crd="$BIN/cluster-api-$CLUSTER_API_VERSION/cluster.x-k8s.io_clusters.yaml"
 if [ -f "$crd" ]; then echo "  $crd"; else echo "  cluster-api CRDs $CLUSTER_API_VERSION: MISSING"; fi
 for cmd in docker-registry skopeo htpasswd python3; do

@@ -85,6 +85,15 @@ pub fn registry() -> Option<Registry> {
     Some(Registry::start().unwrap_or_else(|e| panic!("{e:#}")))
 }
 
+/// moto (the AWS API) on a free port, or a skip if it is not installed. Panics if it is
+/// present but does not start.
+pub fn moto() -> Option<crate::Moto> {
+    if crate::Moto::venv().is_none() {
+        return skip("no moto server (install.sh installs moto from PyPI)");
+    }
+    Some(crate::Moto::start().unwrap_or_else(|e| panic!("{e:#}")))
+}
+
 /// A registry that requires basic auth with `user`/`password`, or a skip.
 pub fn registry_with_basic_auth(user: &str, password: &str) -> Option<Registry> {
     if Registry::binary().is_none() {

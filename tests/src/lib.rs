@@ -2,13 +2,16 @@
 //! (re-exported here), real OCI registries, and the pinned tools the source
 //! plugins call.
 //! - [`Registry`]: `docker-registry` on a free port, optionally with basic auth.
+//! - [`Moto`]: moto in server mode, the AWS API of the secret-store tests.
 //! - [`e2e`]: what tests use: [`e2e::TestCluster`] (fresh, shared, or the developer's
 //!   kind/k3d cluster via `TAZUNA_E2E_KUBECONFIG`), [`e2e::TestNamespace`] guards, and
 //!   the skip rule (`TAZUNA_E2E_REQUIRED`).
 
 pub mod e2e;
+pub mod moto;
 pub mod registry;
 
+pub use moto::Moto;
 pub use registry::Registry;
 pub use tazuna_controlplane::{
     Assets, AuditEvent, Cluster, ClusterConfig, ClusterState, Ports, Tool, assets, cluster,

@@ -34,7 +34,9 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_genesissecret", "genesissecret"),
     ("tazuna_plugin_envfile", "envfile"),
     ("tazuna_plugin_onepassword", "onepassword"),
+    ("tazuna_plugin_aws_secrets_manager", "aws-secrets-manager"),
     ("tazuna_plugin_probe", "probe"),
+    ("tazuna_plugin_probe_resolver", "probe-resolver"),
     ("tazuna_plugin_contract_0_1_0", "contract-0.1.0"),
     ("tazuna_example_plugin", "example"),
     ("tazuna_example_resolver", "example-resolver"),
@@ -50,6 +52,7 @@ const BUILTINS: &[&str] = &[
     "genesissecret",
     "envfile",
     "onepassword",
+    "aws-secrets-manager",
 ];
 
 /// Where the built-ins are committed, relative to the workspace root.

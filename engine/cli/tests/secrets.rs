@@ -540,3 +540,274 @@ spec:
         .unwrap();
     assert_eq!(value, TOKEN.as_bytes());
 }
+
+const AWS_VALUE: &str = "e2e-aws-secret-value-0c4d";
+
+/// AWS Secrets Manager (moto, the real AWS API server from PyPI, checking every signature)
+/// behind the built-in `aws-secrets-manager` resolver: the plugin asks the host, which signs
+/// with the AWS chain's credentials and sends only to the endpoint the provider names. The 501 references of one run
+/// go out in 25 batches of twenty, each secret once; kubectl sees the values, and no output, state
+/// or error holds a value or the key. A missing secret, a store that is down and no
+/// credentials each fail before any write, naming the provider and the reference.
+#[test]
+fn aws_secrets_manager_values_are_fetched_in_batches_signed_by_the_host_and_kept_nowhere() {
+    let Some(moto) = tazuna_tests::e2e::moto() else {
+        return;
+    };
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("aws-secrets");
+    let ns = namespace.name().to_owned();
+    // Seeded with boto3, an AWS client of its own.
+    moto.aws(&format!(
+        "c = client('secretsmanager')\n\
+         c.create_secret(Name='argocd/repo', SecretString=json.dumps({{'url': 'https://git.example.com/platform.git', 'password': '{AWS_VALUE}'}}))\n\
+         c.create_secret(Name='plain', SecretString='plain-value')\n\
+         for i in range(498):\n    c.create_secret(Name=f'bulk/{{i}}', SecretString=f'bulk-{{i}}')\n"
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut data = "  repo-password: ref+aws:argocd/repo#password\n  repo-url: ref+aws:argocd/repo#url\n  plain: ref+aws:plain\n".to_owned();
+    for i in 0..498 {
+        data.push_str(&format!("  bulk-{i}: ref+aws:bulk/{i}\n"));
+    }
+    write(
+        root,
+        "app/secret.yaml",
+        &format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: repo\nstringData:\n{data}"),
+    );
+    let config = format!(
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  providers:
+    - name: aws
+      type: aws-secrets-manager
+      aws-secrets-manager:
+        region: us-east-1
+        endpoint: {}/
+  manifests:
+    - name: app
+      type: manifests
+      path: app/secret.yaml
+      namespace: {ns}
+",
+        moto.url()
+    );
+    write(root, "tazuna.yaml", &config);
+    let home = tempfile::tempdir().unwrap();
+    let tazuna = |root: &Path| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        command
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_REGION")
+            .env("HOME", home.path())
+            .env("AWS_ACCESS_KEY_ID", moto.credentials().0)
+            .env("AWS_SECRET_ACCESS_KEY", moto.credentials().1)
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig())
+            .arg("--context")
+            .arg(cluster.context());
+        command
+    };
+
+    // The secret key the AWS chain finds in the environment: the host signs with it, and it
+    // must show nowhere.
+    let secret_key = moto.credentials().1.to_owned();
+    let calls = moto.api_calls();
+    let applied = succeed(tazuna(root).arg("apply"));
+    // 501 references to 500 secrets, in batches of twenty: 25 calls (the issue's bound), the
+    // two keys of `argocd/repo` one secret.
+    assert_eq!(moto.api_calls() - calls, 25, "{}", moto.log_tail(10));
+    let value = |key: &str| {
+        use base64::Engine as _;
+        let out = succeed(
+            namespace
+                .kubectl()
+                .args(["get", "secret", "repo", "-o", "json"]),
+        );
+        let secret: Value = serde_json::from_slice(&out.stdout).unwrap();
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(secret["data"][key].as_str().unwrap_or_default())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(value("repo-password"), AWS_VALUE);
+    assert_eq!(value("repo-url"), "https://git.example.com/platform.git");
+    assert_eq!(value("plain"), "plain-value");
+    assert_eq!(value("bulk-497"), "bulk-497");
+    let state =
+        succeed(
+            cluster
+                .kubectl()
+                .args(["-n", "tazuna", "get", "configmaps", "-o", "json"]),
+        );
+    for said in [
+        text(&applied),
+        String::from_utf8_lossy(&state.stdout).into_owned(),
+    ] {
+        assert!(
+            !said.contains(AWS_VALUE) && !said.contains(&secret_key),
+            "{said}"
+        );
+    }
+
+    // A value changed in the store is a changed Secret in plan, redacted.
+    moto.aws("client('secretsmanager').put_secret_value(SecretId='plain', SecretString='rotated-aws-value')\n");
+    let planned = output(tazuna(root).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(planned.status.code(), Some(2), "{}", text(&planned));
+    assert!(
+        !text(&planned).contains("rotated-aws-value"),
+        "{}",
+        text(&planned)
+    );
+
+    // A secret the store lacks fails the manifest before any write, named.
+    edit(
+        &root.join("app/secret.yaml"),
+        "ref+aws:plain",
+        "ref+aws:missing/one#key",
+    );
+    let failed = output(tazuna(root).arg("apply"));
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert!(
+        text(&failed).contains("`stringData.plain`: provider `aws` could not resolve its reference: not found: secret `missing/one` in AWS Secrets Manager"),
+        "{}",
+        text(&failed)
+    );
+    assert_eq!(value("plain"), "plain-value", "nothing was applied");
+
+    // A store that is down, and no credentials: each named, nothing applied.
+    edit(
+        &root.join("app/secret.yaml"),
+        "ref+aws:missing/one#key",
+        "ref+aws:plain",
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    write(
+        root,
+        "tazuna.yaml",
+        &config.replace(&moto.url(), &format!("http://127.0.0.1:{closed}")),
+    );
+    let down = output(tazuna(root).arg("apply"));
+    assert_eq!(down.status.code(), Some(1), "{}", text(&down));
+    assert!(
+        text(&down).contains("provider `aws`")
+            && text(&down).contains(&format!("127.0.0.1:{closed}")),
+        "{}",
+        text(&down)
+    );
+    write(root, "tazuna.yaml", &config);
+    let anonymous = output(
+        tazuna(root)
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .arg("apply"),
+    );
+    assert_eq!(anonymous.status.code(), Some(1), "{}", text(&anonymous));
+    assert!(
+        text(&anonymous).contains("no AWS credentials"),
+        "{}",
+        text(&anonymous)
+    );
+    // A key AWS does not take: the store refuses the signature, and says so.
+    let wrong = output(
+        tazuna(root)
+            .env("AWS_SECRET_ACCESS_KEY", "not-the-key")
+            .arg("apply"),
+    );
+    assert_eq!(wrong.status.code(), Some(1), "{}", text(&wrong));
+    assert!(
+        text(&wrong).contains("SignatureDoesNotMatch")
+            && text(&wrong).contains("check the AWS credentials"),
+        "{}",
+        text(&wrong)
+    );
+    for out in [&failed, &down, &anonymous, &wrong] {
+        assert!(!text(out).contains(&secret_key) && !text(out).contains(AWS_VALUE));
+    }
+    assert_eq!(value("plain"), "plain-value");
+
+    // A third-party resolver reaches only what its `net:` grants name: not the endpoint a
+    // built-in's provider names, not the cloud's metadata service, and signed requests no
+    // further.
+    let probe = common::plugin("probe-resolver");
+    let moto_port = moto.url().rsplit(':').next().unwrap().to_owned();
+    let with_probe = |grants: &str, reference: &str| {
+        write(
+            root,
+            "tazuna.yaml",
+            &format!(
+                "{}  plugins:\n    - name: probe-resolver\n      source: file://{}\n      grants: [{grants}]\n",
+                config.replace(
+                    "  manifests:",
+                    "    - name: peek\n      type: probe-resolver\n  manifests:"
+                ),
+                probe.display()
+            ),
+        );
+        write(
+            root,
+            "app/secret.yaml",
+            &format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: peek\nstringData:\n  seen: ref+peek:{reference}\n"
+            ),
+        );
+        output(tazuna(root).arg("apply"))
+    };
+    for (grants, reference) in [
+        ("", format!("get:{}/moto-api/", moto.url())),
+        (
+            "",
+            "get:http://169.254.169.254/latest/meta-data/".to_owned(),
+        ),
+        ("net:127.0.0.1:1", format!("signed:{}/", moto.url())),
+        (
+            &format!("net:127.0.0.1:{moto_port}") as &str,
+            "get:https://sts.amazonaws.com/".to_owned(),
+        ),
+    ] {
+        let refused = with_probe(grants, &reference);
+        assert_eq!(
+            refused.status.code(),
+            Some(1),
+            "{reference}: {}",
+            text(&refused)
+        );
+        assert!(
+            text(&refused).contains("may not reach") || text(&refused).contains("over https"),
+            "{reference}: {}",
+            text(&refused)
+        );
+        assert!(!text(&refused).contains(&secret_key));
+    }
+    let reached = with_probe(
+        &format!("net:127.0.0.1:{moto_port}"),
+        &format!("get:{}/moto-api/", moto.url()),
+    );
+    assert!(reached.status.success(), "{}", text(&reached));
+    let out =
+        succeed(
+            namespace
+                .kubectl()
+                .args(["get", "secret", "peek", "-o", "jsonpath={.data.seen}"]),
+        );
+    use base64::Engine as _;
+    let seen = base64::engine::general_purpose::STANDARD
+        .decode(String::from_utf8_lossy(&out.stdout).trim())
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&seen).starts_with("200 "),
+        "{seen:?}"
+    );
+}

@@ -55,7 +55,11 @@ pub const BUILTINS: &[Builtin] = &[
 ];
 
 /// Every built-in secret resolver, by the provider `type` it serves.
-pub const BUILTIN_RESOLVERS: &[Builtin] = &[builtin!("envfile"), builtin!("onepassword")];
+pub const BUILTIN_RESOLVERS: &[Builtin] = &[
+    builtin!("envfile"),
+    builtin!("onepassword"),
+    builtin!("aws-secrets-manager"),
+];
 
 /// Names of the manifest types the built-ins serve.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {

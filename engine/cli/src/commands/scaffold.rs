@@ -46,7 +46,7 @@ const VENDORED_GOTMPL: [(&str, &str); 1] = [(
 
 /// The SDK's files besides its manifest, as `cargo package -p tazuna-sdk` packages them (a test
 /// checks that every file of `sdk/src` is here).
-const VENDORED_SDK: [(&str, &str); 13] = [
+const VENDORED_SDK: [(&str, &str); 14] = [
     ("README.md", include_str!("../../../../sdk/README.md")),
     (
         "wit/plugin.wit",
@@ -66,6 +66,10 @@ const VENDORED_SDK: [(&str, &str); 13] = [
     ("src/info.rs", include_str!("../../../../sdk/src/info.rs")),
     ("src/lib.rs", include_str!("../../../../sdk/src/lib.rs")),
     ("src/log.rs", include_str!("../../../../sdk/src/log.rs")),
+    (
+        "src/outbound.rs",
+        include_str!("../../../../sdk/src/outbound.rs"),
+    ),
     (
         "src/secret.rs",
         include_str!("../../../../sdk/src/secret.rs"),

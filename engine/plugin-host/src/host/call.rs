@@ -1,7 +1,7 @@
 //! One call's store: what a plugin call holds (its WASI context, limits,
 //! mounts, tool clock and secrets), the deadline-aware waits, and the host
 //! imports a plugin calls (`log`, `exec`, `tools`, `artifacts`,
-//! `render-traits`).
+//! `render-traits`, `outbound`).
 
 use std::time::{Duration, Instant};
 
@@ -38,6 +38,8 @@ pub(super) struct CallState {
     pub(super) revealed: Revealed,
     /// What the render declared through `render-traits`, if it did.
     pub(super) traits: Option<tazuna_core::render::RenderTraits>,
+    /// Where a resolver's `outbound` requests may go.
+    pub(super) outbound: outbound::Allowed,
 }
 
 /// How much of a call's tool budget is spent.
@@ -274,5 +276,30 @@ impl bindings::artifacts::Host for CallState {
         };
         self.tools
             .run(|| artifacts::pull(&ctx, &reference, &media_types))
+    }
+}
+
+impl bindings::outbound::Host for CallState {
+    fn send(
+        &mut self,
+        request: bindings::outbound::Request,
+    ) -> Result<bindings::outbound::Response, PluginError> {
+        if self.network.offline {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{}` may not reach its store: the run is `--offline`",
+                self.plugin
+            )));
+        }
+        let timeout = self.tools.left("a request to the store")?;
+        let ctx = outbound::Context {
+            plugin: &self.plugin,
+            allowed: &self.outbound,
+            timeout,
+        };
+        self.tools.run(|| outbound::send(&ctx, request))
+    }
+
+    fn aws_region(&mut self, profile: Option<String>) -> Option<String> {
+        outbound::aws_region(profile.as_deref())
     }
 }

@@ -16,6 +16,7 @@
 //! `wasmtime::Result` internally and converts at its boundary.
 
 mod artifacts;
+mod aws;
 mod beneath;
 mod bindings;
 mod cache;
@@ -27,6 +28,7 @@ mod grammar;
 mod input;
 pub mod jail;
 mod mounts;
+mod outbound;
 mod resolver;
 mod tool_secrets;
 mod tools;
@@ -239,6 +241,9 @@ impl PluginHost {
         add_to_linker_sync(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
         add_deadline_waits(&mut linker).map_err(|e| HostError::Engine(format!("{e:#}")))?;
         SourceBindings::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        // What only resolvers import.
+        bindings::outbound::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(format!("{e:#}")))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
@@ -576,6 +581,7 @@ impl PluginHost {
             withhold: false,
             revealed: Revealed::default(),
             traits: None,
+            outbound: outbound::Allowed::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);

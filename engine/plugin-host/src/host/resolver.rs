@@ -126,6 +126,7 @@ impl PluginHost {
     ) -> Result<Vec<Result<SecretValue, PluginError>>, HostError> {
         let config = config.to_owned();
         let refs = refs.to_vec();
+        let offline = self.offline;
         self.call_in(
             &plugin.info.name,
             "resolve",
@@ -133,6 +134,21 @@ impl PluginHost {
             plugin.builtin,
             Some(provider_dir),
             |store| {
+                // A built-in reaches the hosts its provider's config names; a
+                // third-party resolver only what its `net:` grants name.
+                let parsed: serde_json::Value =
+                    serde_json::from_str(&config).unwrap_or(serde_json::Value::Null);
+                let strings: Vec<String> = if plugin.builtin {
+                    crate::config_strings::strings_in(&parsed)
+                        .into_iter()
+                        .map(str::to_owned)
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                store.data_mut().outbound =
+                    super::outbound::Allowed::new(&strings, &plugin.capabilities);
+                store.data_mut().network.offline = offline;
                 let bindings: SecretResolverPlugin = plugin.pre.instantiate(&mut *store)?;
                 bindings
                     .tazuna_plugin_secret_resolver()
