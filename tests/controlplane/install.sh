@@ -191,9 +191,14 @@ pin_all() {
     (cd "$HERE/otelcol" && "$GO" mod edit -require="go.opentelemetry.io/collector/$component@$OTELCOL_VERSION")
   done
 
+  log "pinning opentofu (github.com/opentofu/opentofu $OPENTOFU_VERSION)"
+  init_module opentofu github.com/opentofu/opentofu "$OPENTOFU_VERSION" \
+    github.com/opentofu/opentofu/cmd/tofu
+  copy_version_replaces opentofu github.com/opentofu/opentofu "$OPENTOFU_VERSION"
+
   pin_flux
 
-  for dir in k8s etcd kwok helm kustomize helmfile oras otelcol; do
+  for dir in k8s etcd kwok helm kustomize helmfile oras otelcol opentofu; do
     log "go mod tidy in $dir"
     (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy)
   done
@@ -282,6 +287,9 @@ build oras "$ORAS_VERSION" oras "" oras.land/oras/cmd/oras
 # The wrapper main in otelcol/ builds a binary named after its module: otelcol.
 build otelcol "$OTELCOL_VERSION" otelcol "" .
 
+build opentofu "$OPENTOFU_VERSION" opentofu "" \
+  github.com/opentofu/opentofu/cmd/tofu
+
 build flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" flux-source "" \
   github.com/fluxcd/source-controller
 build flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" flux-kustomize "" \
@@ -357,6 +365,7 @@ echo "tazuna test assets (cache $BIN):"
 for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
              "helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION" \
              "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION" \
+             "opentofu $OPENTOFU_VERSION" \
              "flux-source-controller $FLUX_SOURCE_CONTROLLER_VERSION" \
              "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION"; do
   set -- $entry

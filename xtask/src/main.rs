@@ -3,6 +3,7 @@
 mod bench;
 mod bench_fleet;
 mod bench_inputs;
+mod bench_secrets;
 mod cluster;
 mod dist;
 mod fuzz;
@@ -42,6 +43,9 @@ enum Task {
     /// Measure `tazuna check` (time, peak RSS) on inputs built to exhaust
     /// memory or time; prints a Markdown table.
     BenchInputs(bench_inputs::BenchInputs),
+    /// Resolve a Secret of N references through AWS Secrets Manager (moto) and through an
+    /// env file, side by side; prints a Markdown report with the ratio and the store's requests.
+    BenchSecrets(bench_secrets::BenchSecrets),
     /// Fuzz the config loader (`fuzz/`) with libFuzzer for a bounded time.
     Fuzz(fuzz::Fuzz),
     /// Start, stop and list local harness clusters (real control planes on loopback).
@@ -61,6 +65,7 @@ fn main() -> anyhow::Result<()> {
         Task::BenchFleet(args) => args.run(),
         Task::Fuzz(args) => args.run(),
         Task::BenchInputs(args) => args.run(),
+        Task::BenchSecrets(args) => args.run(),
         Task::Dist(args) => args.run(),
     }
 }

@@ -811,3 +811,151 @@ spec:
         "{seen:?}"
     );
 }
+
+const STATE_SECRET: &str = "tofu-sensitive-value-3e1a";
+const TARGET_GROUP: &str =
+    "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web/0123456789abcdef";
+
+/// Values from infrastructure: the real `tofu` (OpenTofu, built from the Go module proxy) writes
+/// a state with an output and a sensitive output; `spec.inputs` reads it, the template puts the
+/// target group's ARN in a chart value, and the sensitive password goes as `ref+infra:…` into
+/// the chart's Secret, resolved by the host on the way to the cluster. kubectl sees both;
+/// `build` prints the reference and names the input, never the value; a missing output is an
+/// error naming the input and the output.
+#[test]
+fn opentofu_outputs_are_inputs_and_a_sensitive_one_lands_only_in_a_secret() {
+    let Some(tofu) = tazuna_tests::e2e::tool(Tool::Tofu) else {
+        return;
+    };
+    let Some(helm) = tazuna_tests::e2e::tool(Tool::Helm) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("inputs");
+    let ns = namespace.name().to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "infra/main.tf",
+        &format!(
+            "resource \"terraform_data\" \"target_group\" {{\n  input = \"{TARGET_GROUP}\"\n}}\n\
+             output \"alb_target_group_arn\" {{\n  value = terraform_data.target_group.output\n}}\n\
+             output \"db_password\" {{\n  value     = \"{STATE_SECRET}\"\n  sensitive = true\n}}\n"
+        ),
+    );
+    for args in [
+        &["init", "-input=false", "-no-color"][..],
+        &["apply", "-auto-approve", "-input=false", "-no-color"],
+    ] {
+        succeed(
+            Command::new(&tofu)
+                .current_dir(root.join("infra"))
+                .env("TF_IN_AUTOMATION", "1")
+                .env("HOME", root)
+                .args(args),
+        );
+    }
+    write(
+        root,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: binding\nversion: 0.1.0\n",
+    );
+    write(
+        root,
+        "chart/templates/binding.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: binding\ndata:\n  targetGroupARN: {{ .Values.targetGroupARN | quote }}\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: {{ .Values.password | quote }}\n",
+    );
+    let config = |value: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  inputs:
+    - name: infra
+      type: opentofu-state
+      path: ./infra/terraform.tfstate
+  manifests:
+    - name: binding
+      type: helm
+      path: ./chart
+      namespace: {ns}
+      helm:
+        values:
+          targetGroupARN: '{{{{ .Inputs.infra.{value} }}}}'
+          password: '{{{{ .Inputs.infra.db_password }}}}'
+"
+        )
+    };
+    write(root, "tazuna.yaml", &config("alb_target_group_arn"));
+    let tazuna = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        command
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .env("TAZUNA_TOOL_HELM", &helm)
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig())
+            .arg("--context")
+            .arg(cluster.context());
+        command
+    };
+    let built = succeed(tazuna().arg("build"));
+    let said = text(&built);
+    assert!(
+        said.contains(TARGET_GROUP) && said.contains("ref+infra:db_password"),
+        "{said}"
+    );
+    assert!(
+        said.contains("note: input `infra` (state `") && said.contains("`db_password` (sensitive"),
+        "{said}"
+    );
+    let applied = succeed(tazuna().arg("apply"));
+    let arn = succeed(namespace.kubectl().args([
+        "get",
+        "configmap",
+        "binding",
+        "-o",
+        "jsonpath={.data.targetGroupARN}",
+    ]));
+    assert_eq!(String::from_utf8_lossy(&arn.stdout), TARGET_GROUP);
+    let password = succeed(namespace.kubectl().args([
+        "get",
+        "secret",
+        "db",
+        "-o",
+        "jsonpath={.data.password}",
+    ]));
+    use base64::Engine as _;
+    let password = base64::engine::general_purpose::STANDARD
+        .decode(String::from_utf8_lossy(&password.stdout).trim())
+        .unwrap();
+    assert_eq!(password, STATE_SECRET.as_bytes());
+    let state =
+        succeed(
+            cluster
+                .kubectl()
+                .args(["-n", "tazuna", "get", "configmaps", "-o", "json"]),
+        );
+    for said in [
+        text(&built),
+        text(&applied),
+        String::from_utf8_lossy(&state.stdout).into_owned(),
+    ] {
+        assert!(!said.contains(STATE_SECRET), "{said}");
+    }
+
+    write(root, "tazuna.yaml", &config("alb_arn"));
+    let missing = output(tazuna().arg("plan"));
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(
+        text(&missing).contains("`.Inputs.infra.alb_arn`")
+            && text(&missing).contains("`alb_target_group_arn`"),
+        "{}",
+        text(&missing)
+    );
+    assert!(!text(&missing).contains(STATE_SECRET));
+}

@@ -49,6 +49,8 @@ pub enum Tool {
     /// An OpenTelemetry Collector (OTLP receiver, otlphttp and debug
     /// exporters), for the trace tests.
     Otelcol,
+    /// OpenTofu's `tofu`, which writes the states of the input tests.
+    Tofu,
 }
 
 impl Tool {
@@ -78,6 +80,7 @@ impl Tool {
             Tool::Helmfile => "helmfile",
             Tool::Oras => "oras",
             Tool::Otelcol => "otelcol",
+            Tool::Tofu => "tofu",
         }
     }
 
@@ -95,6 +98,7 @@ impl Tool {
             Tool::Helmfile => ("helmfile", "HELMFILE_VERSION"),
             Tool::Oras => ("oras", "ORAS_VERSION"),
             Tool::Otelcol => ("otelcol", "OTELCOL_VERSION"),
+            Tool::Tofu => ("opentofu", "OPENTOFU_VERSION"),
         }
     }
 

@@ -52,6 +52,7 @@ pub mod generated;
 pub mod graph;
 pub mod hint;
 pub mod hooks;
+pub mod inputs;
 pub mod inventory;
 pub mod lock;
 pub mod readiness;

@@ -224,6 +224,9 @@ fn object_name(results: &[Result<Rendered, RenderError>], item: &Found) -> Strin
 enum Target<'a> {
     /// The Tazuna process's environment: provider [`ENV_PROVIDER`].
     Environment,
+    /// The state of an input of `spec.inputs`: its sensitive outputs, read
+    /// by the host (see [`tazuna_core::inputs`]).
+    Input(&'a tazuna_core::inputs::Input),
     /// A resolver of type `kind`, called with the provider's block as JSON
     /// and the directory of the file that declares the provider.
     Resolver {
@@ -234,7 +237,15 @@ enum Target<'a> {
 }
 
 /// Where provider `name` sends its references; `None` when nothing declares it.
-fn target<'a>(providers: &'a [Provider], working_dir: &Path, name: &str) -> Option<Target<'a>> {
+fn target<'a>(
+    providers: &'a [Provider],
+    inputs: &'a [tazuna_core::inputs::Input],
+    working_dir: &Path,
+    name: &str,
+) -> Option<Target<'a>> {
+    if let Some(input) = inputs.iter().find(|input| input.name == name) {
+        return Some(Target::Input(input));
+    }
     match providers.iter().find(|p| p.name == name) {
         Some(p) => Some(Target::Resolver {
             kind: p.kind.as_str(),
@@ -259,10 +270,15 @@ fn target<'a>(providers: &'a [Provider], working_dir: &Path, name: &str) -> Opti
 
 /// The providers a reference may name, for the hint of one that names
 /// another.
-fn known_providers(providers: &[Provider]) -> String {
+fn known_providers(providers: &[Provider], inputs: &[tazuna_core::inputs::Input]) -> String {
     providers
         .iter()
         .map(|p| format!("`{}`", p.name))
+        .chain(
+            inputs
+                .iter()
+                .map(|input| format!("`{}` (an input)", input.name)),
+        )
         .chain([format!("`{DEFAULT_PROVIDER}`"), format!("`{ENV_PROVIDER}`")])
         .collect::<Vec<_>>()
         .join(", ")
@@ -297,6 +313,7 @@ pub type ResolverLoader = dyn Fn(&PluginHost, &str) -> Result<PluginSet, String>
 /// provider's values are.
 pub struct ProviderSecrets {
     providers: Vec<Provider>,
+    inputs: Vec<tazuna_core::inputs::Input>,
     working_dir: PathBuf,
     host_settings: HostSettings,
     load: Box<ResolverLoader>,
@@ -334,12 +351,14 @@ impl ProviderSecrets {
     /// `host_settings`, started on first use.
     pub fn new(
         providers: Vec<Provider>,
+        inputs: Vec<tazuna_core::inputs::Input>,
         working_dir: PathBuf,
         host_settings: HostSettings,
         load: Box<ResolverLoader>,
     ) -> Self {
         Self {
             providers,
+            inputs,
             working_dir,
             host_settings,
             load,
@@ -354,17 +373,27 @@ impl ProviderSecrets {
         provider: &str,
         refs: &[String],
     ) -> Result<Vec<Answer>, ProviderFailure> {
-        let (kind, config, dir) = match target(&self.providers, &self.working_dir, provider) {
-            Some(Target::Environment) => {
-                return Ok(refs.iter().map(|name| from_environment(name)).collect());
-            }
-            Some(Target::Resolver { kind, config, dir }) => (kind, config, dir),
-            None => {
-                return Err(ProviderFailure::Undeclared {
-                    known: known_providers(&self.providers),
-                });
-            }
-        };
+        let (kind, config, dir) =
+            match target(&self.providers, &self.inputs, &self.working_dir, provider) {
+                Some(Target::Environment) => {
+                    return Ok(refs.iter().map(|name| from_environment(name)).collect());
+                }
+                Some(Target::Input(input)) => {
+                    return Ok(refs
+                        .iter()
+                        .map(|output| {
+                            tazuna_core::inputs::sensitive_value(input, output)
+                                .map_err(|error| error.to_string())
+                        })
+                        .collect());
+                }
+                Some(Target::Resolver { kind, config, dir }) => (kind, config, dir),
+                None => {
+                    return Err(ProviderFailure::Undeclared {
+                        known: known_providers(&self.providers, &self.inputs),
+                    });
+                }
+            };
         let failed = |why: String| ProviderFailure::Failed(format!("provider `{provider}`: {why}"));
         let mut state = self
             .state

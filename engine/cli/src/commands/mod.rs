@@ -72,6 +72,35 @@ pub fn open(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> 
             settings.stderr_color,
         ));
     }
+    // Which state each value of `.Inputs` came from (never a value).
+    for input in &stack.config().spec.inputs {
+        if input.used.is_empty() {
+            continue;
+        }
+        let outputs: Vec<String> = input
+            .used
+            .iter()
+            .map(|name| match input.outputs.get(name) {
+                Some(output) if output.sensitive => {
+                    format!(
+                        "`{name}` (sensitive: `ref+{}:{name}`, resolved only in a Secret)",
+                        input.name
+                    )
+                }
+                _ => format!("`{name}`"),
+            })
+            .collect();
+        notices(&format!(
+            "note: input `{}` (state `{}`{}): {}",
+            input.name,
+            input.path.display(),
+            input
+                .serial
+                .map(|serial| format!(", serial {serial}"))
+                .unwrap_or_default(),
+            outputs.join(", ")
+        ));
+    }
     Ok(stack)
 }
 

@@ -32,6 +32,8 @@ pub struct Spec {
     pub stack: Option<String>,
     /// `spec.rollout`: how a command that selects several clusters runs them.
     pub rollout: Rollout,
+    /// `spec.inputs`: the states read, with the outputs the file uses.
+    pub inputs: Vec<crate::inputs::Input>,
 }
 
 /// `spec.rollout`, with its defaults.

@@ -64,6 +64,24 @@ pub(crate) struct RawSpec {
     pub stack: Option<String>,
     /// Waves for commands that select several clusters.
     pub rollout: Option<RawRollout>,
+    /// Values from infrastructure: OpenTofu or Terraform states whose outputs the template
+    /// reads as `.Inputs.<name>.<output>`.
+    #[allow(dead_code)] // read from the document before it is rendered; see `inputs_of`
+    pub inputs: Option<Vec<RawInput>>,
+}
+
+/// One input of `spec.inputs`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Input")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawInput {
+    /// The name: `.Inputs.<name>` in the template, `ref+<name>:` for its sensitive outputs.
+    pub name: String,
+    /// `opentofu-state` (or `terraform-state`, the same format).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The state file (`terraform.tfstate`), relative to the file that declares the input.
+    pub path: String,
 }
 
 /// How `context_matches` combine.

@@ -140,6 +140,7 @@ impl Stack {
         let notices = self.notices.clone();
         let secrets = Arc::new(ProviderSecrets::new(
             self.config.spec.providers.clone(),
+            self.config.spec.inputs.clone(),
             secrets::working_dir(&self.options.file),
             self.options.host.clone(),
             Box::new(move |host, kind| {

@@ -225,14 +225,21 @@ fn http(
     body: Vec<u8>,
     timeout: Duration,
 ) -> Result<Response, String> {
+    // One client for the process: its connections (and TLS sessions) are
+    // kept between the requests of a run, as a store's SDK keeps them.
+    static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
+        std::sync::OnceLock::new();
+    let client = CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .build()
+                .map_err(|error| error.to_string())
+        })
+        .clone()?;
     wasmtime_wasi::runtime::in_tokio(async move {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .timeout(timeout)
-            .build()
-            .map_err(|error| error.to_string())?;
-        let mut builder = client.request(method, url).body(body);
+        let mut builder = client.request(method, url).timeout(timeout).body(body);
         for (name, value) in headers {
             builder = builder.header(name, value);
         }

@@ -306,10 +306,19 @@ fn render_template(
 
 /// `.` of the file's template: `.Environment` (the environment's name, empty
 /// without one), `.Cluster` (`.Name`, `.Environment`, `.Labels`) and
-/// `.Values` (the cluster's values), empty when no cluster is selected.
-fn template_data(environment: Option<&str>, target: Option<&Target>) -> serde_json::Value {
+/// `.Values` (the cluster's values), empty when no cluster is selected, and
+/// `.Inputs` (each input's outputs, see [`crate::inputs`]).
+fn template_data(
+    environment: Option<&str>,
+    target: Option<&Target>,
+    inputs: &[crate::inputs::Input],
+) -> serde_json::Value {
     let empty = || serde_json::Value::Object(serde_json::Map::new());
     serde_json::json!({
+        "Inputs": inputs
+            .iter()
+            .map(|input| (input.name.clone(), input.template_value()))
+            .collect::<serde_json::Map<String, serde_json::Value>>(),
         "Environment": environment.unwrap_or(""),
         "Cluster": {
             "Name": target.map_or("", |t| t.name.as_str()),
@@ -331,9 +340,53 @@ fn first_look(
     text: &str,
     opts: &LoadOptions,
 ) -> Result<(BTreeMap<String, Environment>, Rollout), ConfigError> {
-    let data = template_data(opts.environment.as_deref(), None);
+    let data = template_data(opts.environment.as_deref(), None, &[]);
     let doc = Document::parse(path, text.to_owned(), &data, Keys::Optional)?;
     clusters_of(&doc, opts)
+}
+
+/// `spec.inputs` of `doc`, each state read. Rendered like `spec.environments`
+/// (before the cluster and the inputs are known), so an input's `path` may
+/// use `.Environment` only.
+fn inputs_of(doc: &Document) -> Result<Vec<crate::inputs::Input>, ConfigError> {
+    let at = YamlPath::root().key("spec").key("inputs");
+    let raw: Vec<super::raw::RawInput> =
+        match doc.value.get("spec").and_then(|spec| spec.get("inputs")) {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(raw) => doc.deserialize(&at, raw)?,
+        };
+    let mut inputs: Vec<crate::inputs::Input> = Vec::with_capacity(raw.len());
+    for (i, input) in raw.into_iter().enumerate() {
+        let here = at.index(i);
+        if !matches!(input.kind.as_str(), "opentofu-state" | "terraform-state") {
+            return Err(doc.invalid(
+                &here.key("type"),
+                format!("input `{}` has type `{}`", input.name, input.kind),
+                Some("an input's `type` is `opentofu-state` or `terraform-state`".to_owned()),
+            ));
+        }
+        let reserved = ["env", "default-op"].contains(&input.name.as_str());
+        if reserved || inputs.iter().any(|other| other.name == input.name) {
+            return Err(doc.invalid(
+                &here.key("name"),
+                format!("input name `{}` is taken", input.name),
+                Some(
+                    "an input's name is unique, and not `env` or `default-op` (its sensitive outputs resolve as `ref+<name>:`)"
+                        .to_owned(),
+                ),
+            ));
+        }
+        let path = join_clean(&doc.dir, Path::new(&input.path));
+        let read = crate::inputs::Input::read(&input.name, &path).map_err(|error| {
+            doc.invalid(
+                &here.key("path"),
+                error.to_string(),
+                crate::hint::Hint::hint(&error),
+            )
+        })?;
+        inputs.push(read);
+    }
+    Ok(inputs)
 }
 
 /// `spec.environments` and `spec.rollout` of `doc`, after the version check
@@ -506,20 +559,32 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
     let text = read_text(path, None)?;
     // A file without template actions is the same for every cluster: it is
     // parsed once.
-    let (doc, environment, target) = if crate::template::has_actions(&text) {
+    let (doc, environment, target, inputs) = if crate::template::has_actions(&text) {
         let (declared, _) = first_look(path, &text, opts)?;
         let (environment, target) = select_target(path, &text, &declared, opts)?;
-        let data = template_data(environment.as_deref(), target.as_ref());
+        // The inputs, read from the file as `first_look` sees it.
+        let first = Document::parse(
+            path,
+            text.clone(),
+            &template_data(environment.as_deref(), None, &[]),
+            Keys::Optional,
+        )?;
+        let mut inputs = inputs_of(&first)?;
+        for input in &mut inputs {
+            input.used = crate::inputs::used_in(&text, &input.name);
+        }
+        let data = template_data(environment.as_deref(), target.as_ref(), &inputs);
         let doc = Document::parse(path, text, &data, Keys::Required)?;
-        (doc, environment, target)
+        (doc, environment, target, inputs)
     } else {
         let doc = Document::parse(path, text, &serde_json::Value::Null, Keys::Required)?;
         let (declared, _) = clusters_of(&doc, opts)?;
         let (environment, target) = select_target(path, doc.source.text(), &declared, opts)?;
-        (doc, environment, target)
+        let inputs = inputs_of(&doc)?;
+        (doc, environment, target, inputs)
     };
     let environment = environment.as_deref();
-    let data = template_data(environment, target.as_ref());
+    let data = template_data(environment, target.as_ref(), &inputs);
     let root = YamlPath::root();
     let spec_path = root.key("spec");
 
@@ -549,6 +614,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
         cluster: raw_cluster,
         stack,
         rollout,
+        inputs: _,
     } = spec;
     if let Some(name) = &stack {
         check_stack_name(&doc, &spec_path.key("stack"), name)?;
@@ -563,6 +629,19 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
         &plugin_names,
     )?;
 
+    if let Some(clash) = inputs
+        .iter()
+        .find(|input| providers.iter().any(|p| p.name == input.name))
+    {
+        return Err(doc.invalid(
+            &spec_path.key("inputs"),
+            format!(
+                "`{}` names both an input and a provider; `ref+{}:` would mean either",
+                clash.name, clash.name
+            ),
+            Some("rename one of them".to_owned()),
+        ));
+    }
     let context_matches = context_matches.unwrap_or_default();
     compile_patterns(&doc, &spec_path.key("context_matches"), &context_matches)?;
     let environments = build_environments(
@@ -662,6 +741,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
             cluster: cluster(raw_cluster),
             stack,
             rollout,
+            inputs,
         },
         manifests,
         environment: selected,
@@ -679,7 +759,7 @@ mod tests {
     #[test]
     fn renders_the_environment_like_go_templates() {
         let render = |text: &str, environment| {
-            let data = template_data(environment, None);
+            let data = template_data(environment, None, &[]);
             render_template(
                 Path::new("tazuna.yaml"),
                 text.to_owned(),
@@ -706,9 +786,89 @@ mod tests {
         let error = render("a: 1\nb: {{ .Enviroment }}\n", Some("dr")).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "template: map has no entry for key `Enviroment` in `.Enviroment` (it has `Cluster`, `Environment`, `Values`)"
+            "template: map has no entry for key `Enviroment` in `.Enviroment` (it has `Cluster`, `Environment`, `Inputs`, `Values`)"
         );
         assert_eq!(error.span().map(|s| s.location.line), Some(2));
+    }
+
+    /// `spec.inputs`: a state's outputs in the template, a sensitive one as a
+    /// reference; a missing state, a missing output and a name a provider
+    /// has are errors naming the input.
+    #[test]
+    fn inputs_fill_the_template_from_a_state_and_keep_sensitive_outputs_as_references() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("infra")).unwrap();
+        std::fs::write(
+            root.join("infra/terraform.tfstate"),
+            r#"{"version": 4, "serial": 3, "outputs": {
+                "tg_arn": {"value": "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/web/abc", "type": "string"},
+                "db_password": {"value": "state-secret-91", "type": "string", "sensitive": true}}}"#,
+        )
+        .unwrap();
+        let file = |inputs: &str, body: &str| {
+            std::fs::write(
+                root.join("tazuna.yaml"),
+                format!(
+                    "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n{inputs}  manifests:\n    - name: app\n      type: helm\n      path: ./chart\n      helm:\n        values:\n{body}"
+                ),
+            )
+            .unwrap();
+            super::load(
+                &root.join("tazuna.yaml"),
+                &LoadOptions::new(semver::Version::new(1, 0, 0)),
+            )
+        };
+        let inputs = "  inputs:\n    - name: infra\n      type: opentofu-state\n      path: ./infra/terraform.tfstate\n";
+        let config = file(
+            inputs,
+            "          arn: '{{ .Inputs.infra.tg_arn }}'\n          password: '{{ .Inputs.infra.db_password }}'\n",
+        )
+        .unwrap();
+        let values = &config.manifests[0].config["values"];
+        assert_eq!(
+            values["arn"],
+            "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/web/abc"
+        );
+        assert_eq!(values["password"], "ref+infra:db_password");
+        let input = &config.spec.inputs[0];
+        assert_eq!(
+            (input.serial, input.used.as_slice()),
+            (
+                Some(3),
+                ["db_password".to_owned(), "tg_arn".to_owned()].as_slice()
+            )
+        );
+
+        let missing_output = file(inputs, "          x: '{{ .Inputs.infra.nope }}'\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            missing_output.contains("`.Inputs.infra.nope`") && missing_output.contains("`tg_arn`"),
+            "{missing_output}"
+        );
+        let gone = file(
+            &inputs.replace("terraform.tfstate", "gone.tfstate"),
+            "          x: 1\n",
+        )
+        .unwrap_err();
+        assert!(
+            gone.to_string()
+                .contains("input `infra`: cannot read the state"),
+            "{gone}"
+        );
+        let clash = file(
+            &format!("{inputs}  providers:\n    - name: infra\n      type: envfile\n      envfile:\n        path: x.env\n"),
+            "          x: 1\n",
+        )
+        .unwrap_err();
+        assert!(
+            clash
+                .to_string()
+                .contains("names both an input and a provider"),
+            "{clash}"
+        );
+        assert!(!format!("{gone}{clash}{missing_output}").contains("state-secret-91"));
     }
 
     #[test]
