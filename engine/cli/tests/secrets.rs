@@ -785,7 +785,9 @@ spec:
             text(&refused)
         );
         assert!(
-            text(&refused).contains("may not reach") || text(&refused).contains("over https"),
+            text(&refused).contains("may not reach")
+                || text(&refused).contains("over https")
+                || text(&refused).contains("asked the host to sign"),
             "{reference}: {}",
             text(&refused)
         );

@@ -45,24 +45,45 @@ impl SecretResolver for EnvFile {
     }
 
     fn resolve(config: &Config, reference: &str) -> Result<Vec<u8>, PluginError> {
-        let file = format!("{PROVIDER_DIR}/{}", config.path.trim_start_matches("./"));
-        let text = std::fs::read_to_string(&file).map_err(|error| {
-            PluginError::not_found(format_args!("envfile `{}`: {error}", config.path))
-        })?;
-        let values = parse(&text).map_err(|line| {
-            PluginError::InvalidInput(vec![
-                tazuna_sdk::Diagnostic::error(format!("line {line} is not `KEY=VALUE`"))
-                    .at(config.path.as_str()),
-            ])
-        })?;
-        let key = key_of(reference);
-        values
-            .get(key)
-            .map(|value| value.as_bytes().to_vec())
-            .ok_or_else(|| {
-                PluginError::not_found(format_args!("key `{key}` in envfile `{}`", config.path))
-            })
+        Self::resolve_all(config, &[reference.to_owned()])
+            .pop()
+            .unwrap_or_else(|| Err(PluginError::other("no answer")))
     }
+
+    /// The file is read and parsed once for every reference of the run.
+    fn resolve_all(config: &Config, references: &[String]) -> Vec<Result<Vec<u8>, PluginError>> {
+        let values = read(config);
+        references
+            .iter()
+            .map(|reference| {
+                let values = values.as_ref().map_err(Clone::clone)?;
+                let key = key_of(reference);
+                values
+                    .get(key)
+                    .map(|value| value.as_bytes().to_vec())
+                    .ok_or_else(|| {
+                        PluginError::not_found(format_args!(
+                            "key `{key}` in envfile `{}`",
+                            config.path
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
+/// The provider's file, read and parsed.
+fn read(config: &Config) -> Result<BTreeMap<String, String>, PluginError> {
+    let file = format!("{PROVIDER_DIR}/{}", config.path.trim_start_matches("./"));
+    let text = std::fs::read_to_string(&file).map_err(|error| {
+        PluginError::not_found(format_args!("envfile `{}`: {error}", config.path))
+    })?;
+    parse(&text).map_err(|line| {
+        PluginError::InvalidInput(vec![
+            tazuna_sdk::Diagnostic::error(format!("line {line} is not `KEY=VALUE`"))
+                .at(config.path.as_str()),
+        ])
+    })
 }
 
 /// The key a reference names: what follows the last `#`, or all of it.

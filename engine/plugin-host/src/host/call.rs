@@ -293,6 +293,7 @@ impl bindings::outbound::Host for CallState {
         let timeout = self.tools.left("a request to the store")?;
         let ctx = outbound::Context {
             plugin: &self.plugin,
+            builtin: self.builtin,
             allowed: &self.outbound,
             timeout,
         };

@@ -24,6 +24,14 @@ pub const MAX_BODY: usize = 16 * 1024 * 1024;
 /// The capability prefix of a host a resolver may reach.
 const NET: &str = "net:";
 
+/// The capability a third-party resolver needs for the host to sign its
+/// requests with the user's AWS credentials.
+pub const SIGN_AWS: &str = "sign:aws-sigv4";
+
+/// The names AWS serves its APIs under: the only hosts a signed request may
+/// go to, besides an endpoint a built-in's provider names.
+const AWS_SUFFIXES: &[&str] = &[".amazonaws.com", ".amazonaws.com.cn", ".api.aws"];
+
 /// Where one call's requests may go.
 #[derive(Debug, Clone, Default)]
 pub struct Allowed {
@@ -32,6 +40,9 @@ pub struct Allowed {
     /// `net:` capabilities in effect: a host, `*.suffix`, either with
     /// `:port`.
     granted: Vec<String>,
+    /// Whether [`SIGN_AWS`] is in effect (a built-in asks for none: it
+    /// signs only toward AWS or the endpoint its provider names).
+    sign_aws: bool,
 }
 
 impl Allowed {
@@ -48,7 +59,20 @@ impl Allowed {
                 .filter_map(|capability| capability.strip_prefix(NET))
                 .map(str::to_owned)
                 .collect(),
+            sign_aws: capabilities.allows(SIGN_AWS),
         }
+    }
+
+    /// Whether a request to `host:port` may carry a signature: toward AWS's
+    /// own names, or an endpoint the provider's config names (a built-in's
+    /// VPC endpoint or local stand-in). A signature made for any other host
+    /// would hand that host the use of the user's credentials.
+    fn may_sign(&self, host: &str, port: u16) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.named
+            .iter()
+            .any(|e| e.host.eq_ignore_ascii_case(&host) && e.port == port)
+            || AWS_SUFFIXES.iter().any(|suffix| host.ends_with(suffix))
     }
 
     /// Whether `host:port` is on the list.
@@ -79,6 +103,8 @@ impl Allowed {
 pub struct Context<'a> {
     /// The plugin, for messages.
     pub plugin: &'a str,
+    /// Whether it is a built-in.
+    pub builtin: bool,
     pub allowed: &'a Allowed,
     /// What is left of the call's time.
     pub timeout: Duration,
@@ -158,6 +184,13 @@ pub fn send(ctx: &Context<'_>, request: Request) -> Result<Response, PluginError
         headers.push((name, value));
     }
     if let Some(Signing::AwsSigv4(scope)) = &request.sign {
+        if !ctx.allowed.may_sign(&host, port) || !ctx.builtin && !ctx.allowed.sign_aws {
+            return Err(denied(format!(
+                "plugin `{}` asked the host to sign a request to `{host}:{port}` with your AWS credentials: the host signs only toward AWS ({}) or an endpoint a built-in's provider names, and a third-party resolver needs the grant `{SIGN_AWS}`",
+                ctx.plugin,
+                AWS_SUFFIXES.join(", ")
+            )));
+        }
         let credentials = aws_credentials(scope.profile.as_deref(), ctx.timeout)?;
         let authority = match url.port() {
             Some(port) => format!("{host}:{port}"),
@@ -321,6 +354,7 @@ mod tests {
     fn ctx(list: &Allowed) -> Context<'_> {
         Context {
             plugin: "probe",
+            builtin: false,
             allowed: list,
             timeout: Duration::from_secs(5),
         }
@@ -388,6 +422,32 @@ mod tests {
         }
         assert!(refused(request("GET", "file:///etc/passwd", &[])).contains("https"));
         assert!(refused(request("GET", "https://[::1]:9/", &[])).contains("may not reach"));
+        // A signature goes only toward AWS, and from a third party only with its grant.
+        let mut signed = request("GET", "https://store.example.com/", &[]);
+        signed.sign = Some(Signing::AwsSigv4(
+            super::super::bindings::outbound::AwsSigning {
+                service: "sts".into(),
+                region: "us-east-1".into(),
+                profile: None,
+            },
+        ));
+        assert!(refused(signed.clone()).contains("sign"));
+        let aws = allowed(&[], &["*.amazonaws.com"]);
+        let mut to_aws = signed.clone();
+        to_aws.url = "https://sts.amazonaws.com/".into();
+        match send(&ctx(&aws), to_aws) {
+            Err(PluginError::CapabilityDenied(message)) => {
+                assert!(message.contains(SIGN_AWS), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(aws.may_sign("secretsmanager.eu-west-1.amazonaws.com", 443));
+        assert!(!aws.may_sign("amazonaws.com.evil.example", 443));
+        assert!(!allowed(&[], &["attacker.example"]).may_sign("attacker.example", 443));
+        assert!(
+            allowed(&["http://127.0.0.1:9/"], &[]).may_sign("127.0.0.1", 9),
+            "a named endpoint"
+        );
         let mut flood = request("POST", "https://store.example.com/", &[]);
         flood.body = vec![0; MAX_BODY + 1];
         assert!(
