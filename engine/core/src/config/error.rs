@@ -408,7 +408,7 @@ impl ConfigError {
             ),
             Self::Read { .. } | Self::Syntax { .. } => None,
             Self::Template { .. } => Some(
-                "tazuna.yaml is rendered as a Go template, as Go Tazuna does: `{{ .Environment }}` is the `-e` name, `{{ .Cluster.Name }}` and `{{ .Cluster.Labels }}` the selected cluster's, `{{ .Values }}` its values; write a literal `{{` as `{{ \"{{\" }}`"
+                "tazuna.yaml is rendered as a Go template, as Go Tazuna does: `{{ .Environment }}` is the `-e` name, `{{ .Cluster.Name }}` and `{{ .Cluster.Labels }}` the selected cluster's, `{{ .Values }}` its values, `{{ .Inputs }}` the outputs of `spec.inputs`; a literal `{{` is `{{ \"{{\" }}`"
                     .to_owned(),
             ),
             Self::UnknownField {
