@@ -131,7 +131,7 @@ pub fn region(env: &dyn Environment, profile: Option<&str>) -> Option<String> {
 
 /// Exchanges a web identity token for credentials: the STS endpoint, the
 /// token, the role, the session name.
-pub type Sts<'a> = &'a dyn Fn(&str, &str, &str, &str) -> Result<Credentials, String>;
+pub type Sts<'a> = &'a dyn Fn(&str, &str, &str, &str) -> Result<Credentials, CredentialsError>;
 
 /// The credentials of the standard chain for `profile`; `sts` exchanges a
 /// web identity token for credentials.
@@ -186,8 +186,7 @@ pub fn credentials(
         let session = env
             .var("AWS_ROLE_SESSION_NAME")
             .unwrap_or_else(|| "tazuna".to_owned());
-        return sts(&endpoint, token.trim(), &role, &session)
-            .map_err(CredentialsError::WebIdentity);
+        return sts(&endpoint, token.trim(), &role, &session);
     }
     Err(CredentialsError::Missing { profile })
 }
@@ -203,7 +202,7 @@ pub fn web_identity_form(token: &str, role: &str, session: &str) -> String {
 }
 
 /// The credentials in STS's XML answer.
-pub fn web_identity_answer(xml: &str) -> Result<Credentials, String> {
+pub fn web_identity_answer(xml: &str) -> Result<Credentials, CredentialsError> {
     let field = |name: &str| {
         let open = format!("<{name}>");
         let close = format!("</{name}>");
@@ -221,7 +220,9 @@ pub fn web_identity_answer(xml: &str) -> Result<Credentials, String> {
             secret_key,
             session_token,
         }),
-        _ => Err(field("Message").unwrap_or_else(|| "an answer without credentials".to_owned())),
+        _ => Err(CredentialsError::WebIdentity(
+            field("Message").unwrap_or_else(|| "an answer without credentials".to_owned()),
+        )),
     }
 }
 
@@ -363,8 +364,8 @@ mod tests {
         pairs.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()
     }
 
-    fn no_sts(_: &str, _: &str, _: &str, _: &str) -> Result<Credentials, String> {
-        Err("no STS here".to_owned())
+    fn no_sts(_: &str, _: &str, _: &str, _: &str) -> Result<Credentials, CredentialsError> {
+        Err(CredentialsError::WebIdentity("no STS here".to_owned()))
     }
 
     /// The example of AWS's SigV4 documentation ("GET Object" of the S3
@@ -491,6 +492,7 @@ mod tests {
         assert!(
             web_identity_answer("<ErrorResponse><Message>denied</Message></ErrorResponse>")
                 .unwrap_err()
+                .to_string()
                 .contains("denied")
         );
     }

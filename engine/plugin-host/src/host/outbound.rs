@@ -230,8 +230,9 @@ fn aws_credentials(
     timeout: Duration,
 ) -> Result<aws::Credentials, PluginError> {
     let sts = |endpoint: &str, token: &str, role: &str, session: &str| {
-        let url =
-            reqwest::Url::parse(endpoint).map_err(|error| format!("`{endpoint}`: {error}"))?;
+        let failed =
+            |why: String| aws::CredentialsError::WebIdentity(format!("`{endpoint}`: {why}"));
+        let url = reqwest::Url::parse(endpoint).map_err(|error| failed(error.to_string()))?;
         let form = aws::web_identity_form(token, role, session);
         let response = http(
             reqwest::Method::POST,
@@ -243,11 +244,23 @@ fn aws_credentials(
             form.into_bytes(),
             timeout,
         )
-        .map_err(|error| format!("`{endpoint}`: {error}"))?;
+        .map_err(|error| failed(error.to_string()))?;
         aws::web_identity_answer(&String::from_utf8_lossy(&response.body))
     };
     aws::credentials(&aws::ProcessEnvironment, profile, &sts)
         .map_err(|error| PluginError::CapabilityDenied(error.to_string()))
+}
+
+/// Why a request got no answer.
+#[derive(Debug, thiserror::Error)]
+enum SendError {
+    /// The client could not be made, or the request not sent or read (with
+    /// its causes).
+    #[error("{0}")]
+    Transport(String),
+    /// The answer was longer than [`MAX_BODY`].
+    #[error("an answer of more than {MAX_BODY} bytes")]
+    TooLong,
 }
 
 /// Send one request, no redirect followed, the body bounded.
@@ -257,20 +270,20 @@ fn http(
     headers: &[(String, String)],
     body: Vec<u8>,
     timeout: Duration,
-) -> Result<Response, String> {
+) -> Result<Response, SendError> {
     // One client for the process: its connections (and TLS sessions) are
     // kept between the requests of a run, as a store's SDK keeps them.
-    static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> =
-        std::sync::OnceLock::new();
+    static CLIENT: std::sync::OnceLock<Option<reqwest::Client>> = std::sync::OnceLock::new();
     let client = CLIENT
         .get_or_init(|| {
             reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .no_proxy()
                 .build()
-                .map_err(|error| error.to_string())
+                .ok()
         })
-        .clone()?;
+        .clone()
+        .ok_or_else(|| SendError::Transport("no HTTP client could be made".to_owned()))?;
     wasmtime_wasi::runtime::in_tokio(async move {
         let mut builder = client.request(method, url).timeout(timeout).body(body);
         for (name, value) in headers {
@@ -283,7 +296,7 @@ fn http(
                 message.push_str(&format!(": {cause}"));
                 source = cause.source();
             }
-            message
+            SendError::Transport(message)
         })?;
         let status = response.status().as_u16();
         let headers = response
@@ -297,9 +310,13 @@ fn http(
             })
             .collect();
         let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|error| error.to_string())? {
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| SendError::Transport(error.to_string()))?
+        {
             if body.len() + chunk.len() > MAX_BODY {
-                return Err(format!("an answer of more than {MAX_BODY} bytes"));
+                return Err(SendError::TooLong);
             }
             body.extend_from_slice(&chunk);
         }
