@@ -297,6 +297,32 @@ mod tests {
         assert!(gone.to_string().contains("cannot read the state"));
     }
 
+    /// States built to exhaust memory or time: sized, typed and bounded
+    /// before anything is read or parsed.
+    #[test]
+    fn a_hostile_state_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = dir.path().join("huge.tfstate");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(64 * 1024 * 1024 * 1024)
+            .unwrap();
+        let error = Input::read("infra", &huge).unwrap_err().to_string();
+        assert!(error.contains("more than 64 MiB"), "{error}");
+        #[cfg(unix)]
+        {
+            let zero = dir.path().join("zero.tfstate");
+            std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+            let error = Input::read("infra", &zero).unwrap_err().to_string();
+            assert!(error.contains("not a regular file"), "{error}");
+        }
+        let deep = format!("{{\"version\": 4, \"outputs\": {}", "[".repeat(200_000));
+        let error = Input::parse("infra", Path::new("deep.tfstate"), deep.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("not JSON"), "{error}");
+    }
+
     #[test]
     fn the_outputs_a_text_uses_are_found() {
         let text = "arn: {{ .Inputs.infra.alb_target_group_arn }}\nx: {{ .Inputs.infra.db_password | quote }} {{ .Inputs.other.y }} {{ .Inputs.infra.alb_target_group_arn }}";
