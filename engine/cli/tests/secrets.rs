@@ -21,19 +21,27 @@ use tazuna_tests::e2e::TestCluster;
 const ENV_VALUE: &str = "e2e-envfile-value-9f2c";
 const OP_VALUE: &str = "e2e-1password-value-7d1a";
 
-fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
+/// `tazuna` in `dir`, on `cluster` and no other.
+fn on_cluster(cluster: &TestCluster, dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
     command
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env_remove("KUBECONFIG")
-        .env("TAZUNA_TOOL_OP", dir.join("fake-op"))
-        // The service-account token `op` signs in with reaches it.
-        .env("OP_SERVICE_ACCOUNT_TOKEN", "e2e-token")
         .arg("--kubeconfig")
         .arg(cluster.kubeconfig())
         .arg("--context")
         .arg(cluster.context());
+    command
+}
+
+/// [`on_cluster`], with the stand-in `op` of `dir` and its sign-in token.
+fn tazuna(cluster: &TestCluster, dir: &Path) -> Command {
+    let mut command = on_cluster(cluster, dir);
+    command
+        .env("TAZUNA_TOOL_OP", dir.join("fake-op"))
+        // The service-account token `op` signs in with reaches it.
+        .env("OP_SERVICE_ACCOUNT_TOKEN", "e2e-token");
     command
 }
 
@@ -598,20 +606,13 @@ spec:
     write(root, "tazuna.yaml", &config);
     let home = tempfile::tempdir().unwrap();
     let tazuna = |root: &Path| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        let mut command = on_cluster(cluster, root);
         command
-            .current_dir(root)
-            .env("NO_COLOR", "1")
-            .env_remove("KUBECONFIG")
             .env_remove("AWS_PROFILE")
             .env_remove("AWS_REGION")
             .env("HOME", home.path())
             .env("AWS_ACCESS_KEY_ID", moto.credentials().0)
-            .env("AWS_SECRET_ACCESS_KEY", moto.credentials().1)
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig())
-            .arg("--context")
-            .arg(cluster.context());
+            .env("AWS_SECRET_ACCESS_KEY", moto.credentials().1);
         command
     };
 
@@ -893,16 +894,8 @@ spec:
     };
     write(root, "tazuna.yaml", &config("alb_target_group_arn"));
     let tazuna = || {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
-        command
-            .current_dir(root)
-            .env("NO_COLOR", "1")
-            .env_remove("KUBECONFIG")
-            .env("TAZUNA_TOOL_HELM", &helm)
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig())
-            .arg("--context")
-            .arg(cluster.context());
+        let mut command = on_cluster(cluster, root);
+        command.env("TAZUNA_TOOL_HELM", &helm);
         command
     };
     let built = succeed(tazuna().arg("build"));
