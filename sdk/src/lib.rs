@@ -49,13 +49,14 @@
 //! [`PluginError::CapabilityDenied`].
 #![deny(missing_docs)]
 
+pub mod age;
 pub mod artifacts;
 mod config;
 pub mod exec;
 mod info;
 pub mod log;
 pub mod outbound;
-mod secret;
+pub mod secret;
 mod source;
 pub mod tools;
 pub mod traits;

@@ -4,7 +4,9 @@
 //! The host sends the request, and only to the hosts the provider's config names (as URLs) or the
 //! resolver's `net:<host>` capabilities cover (`net:*.amazonaws.com`); https only, but to loopback.
 //! With [`Signing::AwsSigv4`] the host signs with the standard AWS credential chain, and the
-//! plugin never sees a key. Outside a Tazuna host every request is denied.
+//! plugin never sees a key. With [`send_vault`] the host logs in to a Vault and adds the token;
+//! there a resolver only reads (`GET`) from KV mounts. Outside a Tazuna host every request is
+//! denied.
 //!
 //! ```no_run
 //! use tazuna_sdk::outbound::{self, Request};
@@ -25,7 +27,7 @@
 use crate::PluginError;
 
 pub use crate::bindings::secret_resolver::tazuna::plugin::outbound::{
-    AwsSigning, Request, Response, Signing,
+    ApproleLogin, AwsSigning, KubernetesLogin, Request, Response, Signing, VaultLogin, VaultMethod,
 };
 
 /// Sends `request` through the host.
@@ -54,5 +56,23 @@ pub fn aws_region(profile: Option<&str>) -> Option<String> {
     {
         let _ = profile;
         None
+    }
+}
+
+/// Sends `request` (with no `sign`) to the Vault `login` names: the host logs in once per run
+/// (a token from the environment, AppRole or Kubernetes) and adds the token. A third-party
+/// resolver needs the grant `sign:vault`.
+pub fn send_vault(request: Request, login: &VaultLogin) -> Result<Response, PluginError> {
+    #[cfg(target_arch = "wasm32")]
+    {
+        crate::bindings::secret_resolver::tazuna::plugin::outbound::send_vault(&request, login)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let _ = login;
+        Err(PluginError::CapabilityDenied(format!(
+            "a request to `{}` (not running inside a Tazuna host)",
+            request.url
+        )))
     }
 }

@@ -65,6 +65,32 @@ pub trait SecretResolver {
     }
 }
 
+/// The bytes `key` names in a secret's structured value, the one rule of the built-in resolvers:
+/// a top-level key (`password`) or a JSON pointer (`/db/password`); a string comes out as it is,
+/// anything else as JSON. `what` names the secret in the error, which never holds a value.
+///
+/// ```
+/// use tazuna_sdk::secret::pick;
+/// let value = tazuna_sdk::serde_json::json!({"db": {"password": "s3cr3t"}, "port": 5432});
+/// assert_eq!(pick("secret `app`", &value, "/db/password").unwrap(), b"s3cr3t");
+/// assert_eq!(pick("secret `app`", &value, "port").unwrap(), b"5432");
+/// assert!(pick("secret `app`", &value, "user").is_err());
+/// ```
+pub fn pick(what: &str, value: &serde_json::Value, key: &str) -> Result<Vec<u8>, PluginError> {
+    let found = if key.starts_with('/') {
+        value.pointer(key)
+    } else {
+        value.get(key)
+    };
+    match found {
+        Some(serde_json::Value::String(text)) => Ok(text.as_bytes().to_vec()),
+        Some(other) => Ok(other.to_string().into_bytes()),
+        None => Err(PluginError::not_found(format_args!(
+            "key `{key}` of {what}"
+        ))),
+    }
+}
+
 /// Implements the WIT `secret-resolver` interface for any [`SecretResolver`].
 #[doc(hidden)]
 pub struct SecretResolverExport<R>(PhantomData<R>);

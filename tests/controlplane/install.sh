@@ -196,12 +196,25 @@ pin_all() {
     github.com/opentofu/opentofu/cmd/tofu
   copy_version_replaces opentofu github.com/opentofu/opentofu "$OPENTOFU_VERSION"
 
+  log "pinning age (filippo.io/age $AGE_VERSION)"
+  init_module age filippo.io/age "$AGE_VERSION" filippo.io/age/cmd/age filippo.io/age/cmd/age-keygen
+
+  log "pinning sops (github.com/getsops/sops/v3 $SOPS_VERSION)"
+  init_module sops github.com/getsops/sops/v3 "$SOPS_VERSION" github.com/getsops/sops/v3/cmd/sops
+
+  log "pinning vault (github.com/hashicorp/vault $VAULT_VERSION)"
+  init_module vault github.com/hashicorp/vault "$VAULT_VERSION" github.com/hashicorp/vault
+  copy_version_replaces vault github.com/hashicorp/vault "$VAULT_VERSION"
+
   pin_flux
 
-  for dir in k8s etcd kwok helm kustomize helmfile oras otelcol opentofu; do
+  for dir in k8s etcd kwok helm kustomize helmfile oras otelcol opentofu age sops; do
     log "go mod tidy in $dir"
     (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy)
   done
+  # Vault's tests import helpers its published sdk does not hold; -e keeps what the build needs.
+  log "go mod tidy -e in vault"
+  (cd "$HERE/vault" && nice -n 15 "$GO" mod tidy -e)
   tidy_flux
 }
 
@@ -290,6 +303,11 @@ build otelcol "$OTELCOL_VERSION" otelcol "" .
 build opentofu "$OPENTOFU_VERSION" opentofu "" \
   github.com/opentofu/opentofu/cmd/tofu
 
+build age "$AGE_VERSION" age "" filippo.io/age/cmd/age filippo.io/age/cmd/age-keygen
+build sops "$SOPS_VERSION" sops "-X github.com/getsops/sops/v3/version.Version=${SOPS_VERSION#v}" \
+  github.com/getsops/sops/v3/cmd/sops
+build vault "$VAULT_VERSION" vault "" github.com/hashicorp/vault
+
 build flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" flux-source "" \
   github.com/fluxcd/source-controller
 build flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" flux-kustomize "" \
@@ -365,7 +383,8 @@ echo "tazuna test assets (cache $BIN):"
 for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
              "helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION" \
              "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION" \
-             "opentofu $OPENTOFU_VERSION" \
+             "opentofu $OPENTOFU_VERSION" "age $AGE_VERSION" "sops $SOPS_VERSION" \
+             "vault $VAULT_VERSION" \
              "flux-source-controller $FLUX_SOURCE_CONTROLLER_VERSION" \
              "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION"; do
   set -- $entry

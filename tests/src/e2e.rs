@@ -94,6 +94,13 @@ pub fn moto() -> Option<crate::Moto> {
     Some(crate::Moto::start().unwrap_or_else(|e| panic!("{e:#}")))
 }
 
+/// A dev Vault with TLS on a free port, or a skip if `vault` is not installed. Panics if it is
+/// present but does not start.
+pub fn vault() -> Option<crate::Vault> {
+    let binary = tool(Tool::Vault)?;
+    Some(crate::Vault::start(&binary).unwrap_or_else(|e| panic!("{e:#}")))
+}
+
 /// A registry that requires basic auth with `user`/`password`, or a skip.
 pub fn registry_with_basic_auth(user: &str, password: &str) -> Option<Registry> {
     if Registry::binary().is_none() {

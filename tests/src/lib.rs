@@ -3,6 +3,7 @@
 //! plugins call.
 //! - [`Registry`]: `docker-registry` on a free port, optionally with basic auth.
 //! - [`Moto`]: moto in server mode, the AWS API of the secret-store tests.
+//! - [`Vault`]: `vault server -dev` with TLS, the Vault of the secret-store tests.
 //! - [`e2e`]: what tests use: [`e2e::TestCluster`] (fresh, shared, or the developer's
 //!   kind/k3d cluster via `TAZUNA_E2E_KUBECONFIG`), [`e2e::TestNamespace`] guards, and
 //!   the skip rule (`TAZUNA_E2E_REQUIRED`).
@@ -10,6 +11,7 @@
 pub mod e2e;
 pub mod moto;
 pub mod registry;
+pub mod vault;
 
 pub use moto::Moto;
 pub use registry::Registry;
@@ -17,3 +19,4 @@ pub use tazuna_controlplane::{
     Assets, AuditEvent, Cluster, ClusterConfig, ClusterState, Ports, Tool, assets, cluster,
     kubeconfig, process,
 };
+pub use vault::Vault;

@@ -35,6 +35,8 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_envfile", "envfile"),
     ("tazuna_plugin_onepassword", "onepassword"),
     ("tazuna_plugin_aws_secrets_manager", "aws-secrets-manager"),
+    ("tazuna_plugin_vault", "vault"),
+    ("tazuna_plugin_sops", "sops"),
     ("tazuna_plugin_probe", "probe"),
     ("tazuna_plugin_probe_resolver", "probe-resolver"),
     ("tazuna_plugin_contract_0_1_0", "contract-0.1.0"),
@@ -53,6 +55,8 @@ const BUILTINS: &[&str] = &[
     "envfile",
     "onepassword",
     "aws-secrets-manager",
+    "vault",
+    "sops",
 ];
 
 /// Where the built-ins are committed, relative to the workspace root.

@@ -954,3 +954,712 @@ spec:
     );
     assert!(!text(&missing).contains(STATE_SECRET));
 }
+
+/// The value of `key` of Secret `name` in `namespace`, read by kubectl.
+fn value_in(namespace: &tazuna_tests::e2e::TestNamespace<'_>, name: &str, key: &str) -> String {
+    use base64::Engine as _;
+    let out = succeed(
+        namespace
+            .kubectl()
+            .args(["get", "secret", name, "-o", "json"]),
+    );
+    let secret: Value = serde_json::from_slice(&out.stdout).unwrap();
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(secret["data"][key].as_str().unwrap_or_default())
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+/// Everything Tazuna keeps on the cluster (its state), as kubectl prints it.
+fn state_text(cluster: &TestCluster) -> String {
+    let state =
+        succeed(
+            cluster
+                .kubectl()
+                .args(["-n", "tazuna", "get", "configmaps", "-o", "json"]),
+        );
+    String::from_utf8_lossy(&state.stdout).into_owned()
+}
+
+const VAULT_VALUE: &str = "e2e-vault-kv2-value-8b3e";
+const VAULT_V1_VALUE: &str = "e2e-vault-kv1-value-2f7a";
+
+/// HashiCorp Vault (a real `vault server -dev` with TLS, built from the Go module proxy) behind the
+/// built-in `vault` resolver: KV v2 (with a version) and KV v1, the Vault's CA from the provider's
+/// `caFile`; the host logs in with a token, then AppRole, then Kubernetes (Vault asks the harness
+/// API server's TokenReview), and reads each secret once. kubectl sees the values; no output,
+/// state or error holds a value or a token. A missing secret, a policy that does not grant the
+/// path, a Vault that is down and no token each fail before any write. A third-party resolver
+/// gets no login without `sign:vault`, and with it still reads only KV mounts and names no file.
+#[test]
+fn vault_kv_values_arrive_through_a_login_the_host_makes_and_stay_out_of_every_output() {
+    let Some(vault) = tazuna_tests::e2e::vault() else {
+        return;
+    };
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("vault");
+    let ns = namespace.name().to_owned();
+    // Seeded with the Vault's own CLI, as root.
+    vault.enable_audit();
+    vault.cli(&[
+        "kv",
+        "put",
+        "secret/argocd/repo",
+        "password=first-version",
+        "url=https://git.example.com/platform.git",
+    ]);
+    vault.cli(&[
+        "kv",
+        "put",
+        "secret/argocd/repo",
+        &format!("password={VAULT_VALUE}"),
+        "url=https://git.example.com/platform.git",
+    ]);
+    vault.cli(&["secrets", "enable", "-path=kv1", "-version=1", "kv"]);
+    vault.cli(&["kv", "put", "kv1/app", &format!("token={VAULT_V1_VALUE}")]);
+    vault.cli(&["secrets", "enable", "-path=transit", "transit"]);
+    vault.cli_with_input(
+        &["policy", "write", "tazuna", "-"],
+        Some("path \"secret/data/argocd/*\" { capabilities = [\"read\"] }\npath \"kv1/*\" { capabilities = [\"read\"] }\npath \"transit/*\" { capabilities = [\"read\"] }\n"),
+    );
+    let token = vault
+        .cli(&["token", "create", "-policy=tazuna", "-field=token"])
+        .trim()
+        .to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::copy(vault.ca_file(), root.join("vault-ca.pem")).unwrap();
+    write(
+        root,
+        "app/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: repo\nstringData:\n  password: ref+vault:secret/argocd/repo#password\n  url: ref+vault:secret/argocd/repo#url\n  first: ref+vault:secret/argocd/repo?version=1#password\n  v1: ref+vault:kv1/app#token\n",
+    );
+    let config = |auth: &str| {
+        format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  providers:
+    - name: vault
+      type: vault
+      vault:
+        address: {}
+        caFile: vault-ca.pem
+{auth}  manifests:
+    - name: app
+      type: manifests
+      path: app/secret.yaml
+      namespace: {ns}
+",
+            vault.address()
+        )
+    };
+    write(root, "tazuna.yaml", &config(""));
+    let home = tempfile::tempdir().unwrap();
+    let tazuna = |root: &Path| {
+        let mut command = on_cluster(cluster, root);
+        command
+            .env_remove("VAULT_TOKEN")
+            .env_remove("VAULT_ADDR")
+            .env_remove("VAULT_SECRET_ID")
+            .env("HOME", home.path());
+        command
+    };
+
+    let applied = succeed(tazuna(root).env("VAULT_TOKEN", &token).arg("apply"));
+    assert_eq!(value_in(&namespace, "repo", "password"), VAULT_VALUE);
+    assert_eq!(
+        value_in(&namespace, "repo", "url"),
+        "https://git.example.com/platform.git"
+    );
+    assert_eq!(value_in(&namespace, "repo", "first"), "first-version");
+    assert_eq!(value_in(&namespace, "repo", "v1"), VAULT_V1_VALUE);
+    // By the Vault's own audit log: the latest version and version 1 read once each, kv1/app once.
+    assert_eq!(
+        vault.audited("secret/data/argocd/repo"),
+        2,
+        "{}",
+        vault.log_tail(5)
+    );
+    assert_eq!(vault.audited("kv1/app"), 1);
+
+    // AppRole: the role id in the file, the secret id in the environment; one login.
+    vault.cli(&["auth", "enable", "approle"]);
+    vault.cli(&["write", "auth/approle/role/tazuna", "token_policies=tazuna"]);
+    let role_id = vault.cli(&["read", "-field=role_id", "auth/approle/role/tazuna/role-id"]);
+    let secret_id = vault
+        .cli(&[
+            "write",
+            "-f",
+            "-field=secret_id",
+            "auth/approle/role/tazuna/secret-id",
+        ])
+        .trim()
+        .to_owned();
+    write(
+        root,
+        "tazuna.yaml",
+        &config(&format!(
+            "        auth:\n          method: approle\n          roleId: {}\n",
+            role_id.trim()
+        )),
+    );
+    vault.cli(&["kv", "put", "kv1/app", "token=rotated-by-approle"]);
+    // A value changed in the store is a changed Secret in plan, redacted.
+    let planned = output(
+        tazuna(root)
+            .env("VAULT_SECRET_ID", &secret_id)
+            .args(["plan", "--detailed-exitcode"]),
+    );
+    assert_eq!(planned.status.code(), Some(2), "{}", text(&planned));
+    assert!(
+        !text(&planned).contains("rotated-by-approle"),
+        "{}",
+        text(&planned)
+    );
+    let by_approle = succeed(tazuna(root).env("VAULT_SECRET_ID", &secret_id).arg("apply"));
+    assert_eq!(value_in(&namespace, "repo", "v1"), "rotated-by-approle");
+    assert_eq!(
+        vault.audited("auth/approle/login"),
+        2,
+        "one login for plan, one for apply"
+    );
+
+    // Kubernetes: Vault reviews the service account token at the harness API server.
+    let kube = |path: &str| {
+        String::from_utf8(
+            succeed(cluster.kubectl().args([
+                "config",
+                "view",
+                "--raw",
+                "--minify",
+                "-o",
+                &format!("jsonpath={{{path}}}"),
+            ]))
+            .stdout,
+        )
+        .unwrap()
+    };
+    let server = kube(".clusters[0].cluster.server");
+    let ca = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(kube(".clusters[0].cluster.certificate-authority-data"))
+            .unwrap()
+    };
+    std::fs::write(home.path().join("kube-ca.pem"), &ca).unwrap();
+    for account in ["vault-reviewer", "deployer"] {
+        succeed(
+            namespace
+                .kubectl()
+                .args(["create", "serviceaccount", account]),
+        );
+    }
+    succeed(cluster.kubectl().args([
+        "create",
+        "clusterrolebinding",
+        &format!("{ns}-vault-reviewer"),
+        "--clusterrole=system:auth-delegator",
+        &format!("--serviceaccount={ns}:vault-reviewer"),
+    ]));
+    let token_of = |account: &str| {
+        String::from_utf8(succeed(namespace.kubectl().args(["create", "token", account])).stdout)
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let reviewer = token_of("vault-reviewer");
+    vault.cli(&["auth", "enable", "kubernetes"]);
+    vault.cli(&[
+        "write",
+        "auth/kubernetes/config",
+        &format!("kubernetes_host={server}"),
+        &format!(
+            "kubernetes_ca_cert=@{}",
+            home.path().join("kube-ca.pem").display()
+        ),
+        &format!("token_reviewer_jwt={reviewer}"),
+    ]);
+    vault.cli(&[
+        "write",
+        "auth/kubernetes/role/tazuna",
+        "bound_service_account_names=deployer",
+        &format!("bound_service_account_namespaces={ns}"),
+        "token_policies=tazuna",
+    ]);
+    let jwt = token_of("deployer");
+    write(root, "deployer.jwt", &jwt);
+    write(
+        root,
+        "tazuna.yaml",
+        &config(
+            "        auth:\n          method: kubernetes\n          role: tazuna\n          jwtFile: deployer.jwt\n",
+        ),
+    );
+    vault.cli(&["kv", "put", "kv1/app", "token=rotated-by-kubernetes"]);
+    let by_kubernetes = succeed(tazuna(root).arg("apply"));
+    assert_eq!(value_in(&namespace, "repo", "v1"), "rotated-by-kubernetes");
+    assert_eq!(vault.audited("auth/kubernetes/login"), 1);
+
+    // Bad input and faults: each fails the manifest before any write, named.
+    write(root, "tazuna.yaml", &config(""));
+    edit(
+        &root.join("app/secret.yaml"),
+        "ref+vault:kv1/app#token",
+        "ref+vault:kv1/missing#token",
+    );
+    let missing = output(tazuna(root).env("VAULT_TOKEN", &token).arg("apply"));
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert!(
+        text(&missing).contains("provider `vault`")
+            && text(&missing).contains("secret `kv1/missing`"),
+        "{}",
+        text(&missing)
+    );
+    edit(
+        &root.join("app/secret.yaml"),
+        "ref+vault:kv1/missing#token",
+        "ref+vault:secret/other/app#token",
+    );
+    vault.cli(&["kv", "put", "secret/other/app", "token=x"]);
+    let denied = output(tazuna(root).env("VAULT_TOKEN", &token).arg("apply"));
+    assert_eq!(denied.status.code(), Some(1), "{}", text(&denied));
+    assert!(
+        text(&denied).contains("permission denied") && text(&denied).contains("grants `read`"),
+        "{}",
+        text(&denied)
+    );
+    edit(
+        &root.join("app/secret.yaml"),
+        "ref+vault:secret/other/app#token",
+        "ref+vault:kv1/app#token",
+    );
+    let anonymous = output(tazuna(root).arg("apply"));
+    assert_eq!(anonymous.status.code(), Some(1), "{}", text(&anonymous));
+    assert!(
+        text(&anonymous).contains("no Vault token"),
+        "{}",
+        text(&anonymous)
+    );
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    write(
+        root,
+        "tazuna.yaml",
+        &config("").replace(&vault.address(), &format!("https://127.0.0.1:{closed}")),
+    );
+    let down = output(tazuna(root).env("VAULT_TOKEN", &token).arg("apply"));
+    assert_eq!(down.status.code(), Some(1), "{}", text(&down));
+    assert!(
+        text(&down).contains(&format!("127.0.0.1:{closed}")),
+        "{}",
+        text(&down)
+    );
+    write(
+        root,
+        "tazuna.yaml",
+        &config("").replace("        caFile: vault-ca.pem\n", ""),
+    );
+    let untrusted = output(tazuna(root).env("VAULT_TOKEN", &token).arg("apply"));
+    assert_eq!(
+        untrusted.status.code(),
+        Some(1),
+        "without the CA: {}",
+        text(&untrusted)
+    );
+    assert_eq!(
+        value_in(&namespace, "repo", "v1"),
+        "rotated-by-kubernetes",
+        "nothing was applied"
+    );
+
+    // A third-party resolver: no login without `sign:vault`; with it, no read outside KV, no
+    // file the config does not name.
+    let probe = common::plugin("probe-resolver");
+    let port = vault.address().rsplit(':').next().unwrap().to_owned();
+    let with_probe = |grants: &str, reference: &str| {
+        write(
+            root,
+            "tazuna.yaml",
+            &format!(
+                "{}  plugins:\n    - name: probe-resolver\n      source: file://{}\n      grants: [{grants}]\n",
+                config("").replace(
+                    "  manifests:",
+                    "    - name: peek\n      type: probe-resolver\n      probe-resolver:\n        caFile: vault-ca.pem\n  manifests:"
+                ),
+                probe.display()
+            ),
+        );
+        write(
+            root,
+            "app/secret.yaml",
+            &format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: peek\nstringData:\n  seen: ref+peek:{reference}\n"
+            ),
+        );
+        output(tazuna(root).env("VAULT_TOKEN", &token).arg("apply"))
+    };
+    let address = vault.address();
+    for (grants, reference, said) in [
+        (
+            format!("net:127.0.0.1:{port}"),
+            format!("vault:{address}|/v1/secret/data/argocd/repo"),
+            "sign:vault",
+        ),
+        (
+            format!("net:127.0.0.1:{port}, sign:vault"),
+            format!("vault:{address}|/v1/auth/token/lookup-self"),
+            "on no mount",
+        ),
+        (
+            format!("net:127.0.0.1:{port}, sign:vault"),
+            format!("vault:{address}|/v1/transit/keys"),
+            "only from KV mounts",
+        ),
+        (
+            format!("net:127.0.0.1:{port}, sign:vault"),
+            format!("vault:{address}|/v1/sys/mounts"),
+            "mount",
+        ),
+        (
+            format!("net:127.0.0.1:{port}, sign:vault"),
+            format!("vault-jwt:{address}|/etc/passwd"),
+            "not named in the provider's config",
+        ),
+        (
+            "net:127.0.0.1:1, sign:vault".to_owned(),
+            format!("vault:{address}|/v1/secret/data/argocd/repo"),
+            "may not reach",
+        ),
+    ] {
+        let refused = with_probe(&grants, &reference);
+        assert_eq!(
+            refused.status.code(),
+            Some(1),
+            "{reference}: {}",
+            text(&refused)
+        );
+        assert!(
+            text(&refused).contains(said),
+            "{reference}: {}",
+            text(&refused)
+        );
+        assert!(!text(&refused).contains(&token), "{reference}");
+    }
+    for out in [
+        &applied,
+        &by_approle,
+        &by_kubernetes,
+        &planned,
+        &missing,
+        &denied,
+        &anonymous,
+        &down,
+        &untrusted,
+    ] {
+        for hidden in [
+            VAULT_VALUE,
+            VAULT_V1_VALUE,
+            token.as_str(),
+            secret_id.as_str(),
+            jwt.as_str(),
+            vault.root_token(),
+        ] {
+            assert!(!text(out).contains(hidden), "{}", text(out));
+        }
+    }
+    let state = state_text(cluster);
+    for hidden in [
+        VAULT_VALUE,
+        VAULT_V1_VALUE,
+        "rotated-by-kubernetes",
+        token.as_str(),
+        secret_id.as_str(),
+    ] {
+        assert!(!state.contains(hidden));
+    }
+    succeed(cluster.kubectl().args([
+        "delete",
+        "clusterrolebinding",
+        &format!("{ns}-vault-reviewer"),
+    ]));
+}
+
+const SOPS_VALUE: &str = "e2e-sops-yaml-value-5c1d";
+const SOPS_ENV_VALUE: &str = "e2e-sops-dotenv-value-a94b";
+
+/// SOPS files in the repository behind the built-in `sops` resolver: the real `age-keygen`, `age`
+/// and `sops` (built from the Go module proxy) make a key and encrypt a YAML, a JSON and a dotenv
+/// file; the host opens each file's data key with `SOPS_AGE_KEY_FILE` and the plugin decrypts in
+/// memory. kubectl sees the values (a string, an int, a nested key); no file holds them after the
+/// run; no output or state holds a value or the key. A wrong key, a value changed by hand and a
+/// key added by hand each fail before any write; a third-party resolver opens no age file
+/// without `keys:age`.
+#[test]
+fn sops_files_decrypt_with_the_users_age_key_in_memory_and_tampering_is_refused() {
+    let Some(tools) = tazuna_tests::e2e::tools(&[Tool::Sops, Tool::Age, Tool::AgeKeygen]) else {
+        return;
+    };
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("sops");
+    let ns = namespace.name().to_owned();
+    let keys = tempfile::tempdir().unwrap();
+    let keygen = |name: &str| {
+        let file = keys.path().join(name);
+        let out = succeed(
+            Command::new(tools.path(Tool::AgeKeygen))
+                .arg("-o")
+                .arg(&file),
+        );
+        let said = String::from_utf8_lossy(&out.stderr).into_owned();
+        let recipient = said
+            .split_whitespace()
+            .find(|word| word.starts_with("age1"))
+            .unwrap()
+            .to_owned();
+        (file, recipient)
+    };
+    let (key_file, recipient) = keygen("keys.txt");
+    let (other_key, other_recipient) = keygen("other.txt");
+    let secret_key = std::fs::read_to_string(&key_file)
+        .unwrap()
+        .lines()
+        .find(|line| line.starts_with("AGE-SECRET-KEY-"))
+        .unwrap()
+        .to_owned();
+
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let sops = |args: &[&str]| {
+        succeed(
+            Command::new(tools.path(Tool::Sops))
+                .current_dir(root)
+                .env("SOPS_AGE_KEY_FILE", &key_file)
+                .args(args),
+        )
+    };
+    write(
+        root,
+        "secrets/app.yaml",
+        &format!(
+            "db:\n  password: {SOPS_VALUE}\n  port: 5432\n  enabled: true\nhosts:\n  - a.example.com\n  - b.example.com\n"
+        ),
+    );
+    write(
+        root,
+        "secrets/app.json",
+        "{\"token\": \"json-token-value\", \"ratio\": 0.25}",
+    );
+    write(
+        root,
+        "secrets/app.env",
+        &format!("API_KEY={SOPS_ENV_VALUE}\nREGION=eu-west-1\n"),
+    );
+    for (plain, sealed) in [
+        ("secrets/app.yaml", "secrets/app.enc.yaml"),
+        ("secrets/app.json", "secrets/app.enc.json"),
+        ("secrets/app.env", "secrets/app.enc.env"),
+    ] {
+        sops(&["--encrypt", "--age", &recipient, "--output", sealed, plain]);
+        std::fs::remove_file(root.join(plain)).unwrap();
+    }
+    write(
+        root,
+        "app/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: app\nstringData:\n  password: ref+sops:secrets/app.enc.yaml#db/password\n  port: ref+sops:secrets/app.enc.yaml#/db/port\n  token: ref+sops:secrets/app.enc.json#token\n  api-key: ref+sops:secrets/app.enc.env#API_KEY\n",
+    );
+    let config = format!(
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  providers:
+    - name: sops
+      type: sops
+      sops: {{}}
+  manifests:
+    - name: app
+      type: manifests
+      path: app/secret.yaml
+      namespace: {ns}
+"
+    );
+    write(root, "tazuna.yaml", &config);
+    let home = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let tazuna = |key: &Path| {
+        let mut command = on_cluster(cluster, root);
+        command
+            .env_remove("SOPS_AGE_KEY")
+            .env("SOPS_AGE_KEY_FILE", key)
+            .env("HOME", home.path())
+            .env("TMPDIR", scratch.path());
+        command
+    };
+    let applied = succeed(tazuna(&key_file).arg("apply"));
+    assert_eq!(value_in(&namespace, "app", "password"), SOPS_VALUE);
+    assert_eq!(value_in(&namespace, "app", "port"), "5432");
+    assert_eq!(value_in(&namespace, "app", "token"), "json-token-value");
+    assert_eq!(value_in(&namespace, "app", "api-key"), SOPS_ENV_VALUE);
+    // No plaintext on disk: not in the project, the home or the run's temporary files.
+    for place in [root, home.path(), scratch.path()] {
+        for entry in walk(place) {
+            let bytes = std::fs::read(&entry).unwrap_or_default();
+            let content = String::from_utf8_lossy(&bytes);
+            assert!(
+                !content.contains(SOPS_VALUE) && !content.contains(SOPS_ENV_VALUE),
+                "{} holds a value",
+                entry.display()
+            );
+        }
+    }
+
+    // A value changed with `sops set` is a changed Secret in plan, redacted.
+    sops(&[
+        "set",
+        "secrets/app.enc.env",
+        "[\"API_KEY\"]",
+        "\"rotated-sops-value\"",
+    ]);
+    let planned = output(tazuna(&key_file).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(planned.status.code(), Some(2), "{}", text(&planned));
+    assert!(
+        !text(&planned).contains("rotated-sops-value"),
+        "{}",
+        text(&planned)
+    );
+
+    // A key that is not a recipient: named, nothing applied.
+    let wrong_key = output(tazuna(&other_key).arg("apply"));
+    assert_eq!(wrong_key.status.code(), Some(1), "{}", text(&wrong_key));
+    assert!(
+        text(&wrong_key).contains("provider `sops`")
+            && text(&wrong_key).contains("none of your age identities"),
+        "{}",
+        text(&wrong_key)
+    );
+    // A value changed by hand: its tag does not hold.
+    let sealed_path = root.join("secrets/app.enc.yaml");
+    let sealed = std::fs::read_to_string(&sealed_path).unwrap();
+    let at = sealed.find("data:").unwrap() + "data:".len();
+    let mut changed = sealed.clone();
+    let swapped = if &sealed[at..at + 1] == "A" { "B" } else { "A" };
+    changed.replace_range(at..at + 1, swapped);
+    std::fs::write(&sealed_path, &changed).unwrap();
+    let tampered = output(tazuna(&key_file).arg("apply"));
+    assert_eq!(tampered.status.code(), Some(1), "{}", text(&tampered));
+    assert!(
+        text(&tampered).contains("changed after it was encrypted"),
+        "{}",
+        text(&tampered)
+    );
+    // A plaintext key added by hand: the MAC does not match.
+    std::fs::write(
+        &sealed_path,
+        sealed.replacen("db:\n", "injected_unencrypted: evil\ndb:\n", 1),
+    )
+    .unwrap();
+    let added = output(tazuna(&key_file).arg("apply"));
+    assert_eq!(added.status.code(), Some(1), "{}", text(&added));
+    assert!(
+        text(&added).contains("the MAC does not match"),
+        "{}",
+        text(&added)
+    );
+    std::fs::write(&sealed_path, &sealed).unwrap();
+    // A file that is not SOPS at all.
+    write(root, "secrets/plain.yaml", "token: not-encrypted\n");
+    edit(
+        &root.join("app/secret.yaml"),
+        "secrets/app.enc.json#token",
+        "secrets/plain.yaml#token",
+    );
+    let plain = output(tazuna(&key_file).arg("apply"));
+    assert_eq!(plain.status.code(), Some(1), "{}", text(&plain));
+    assert!(
+        text(&plain).contains("no `sops` metadata"),
+        "{}",
+        text(&plain)
+    );
+    edit(
+        &root.join("app/secret.yaml"),
+        "secrets/plain.yaml#token",
+        "secrets/app.enc.json#token",
+    );
+    assert_eq!(
+        value_in(&namespace, "app", "api-key"),
+        SOPS_ENV_VALUE,
+        "nothing was applied"
+    );
+
+    // A third-party resolver opens no age file without `keys:age`.
+    let age_file = root.join("other.age");
+    succeed(
+        Command::new(tools.path(Tool::Age))
+            .args(["-r", &recipient, "-r", &other_recipient, "-o"])
+            .arg(&age_file)
+            .arg(&key_file),
+    );
+    let probe = common::plugin("probe-resolver");
+    write(
+        root,
+        "tazuna.yaml",
+        &format!(
+            "{}  plugins:\n    - name: probe-resolver\n      source: file://{}\n      grants: []\n",
+            config.replace(
+                "  manifests:",
+                "    - name: peek\n      type: probe-resolver\n  manifests:"
+            ),
+            probe.display()
+        ),
+    );
+    write(
+        root,
+        "app/secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: peek\nstringData:\n  seen: ref+peek:age:other.age\n",
+    );
+    let refused = output(tazuna(&key_file).arg("apply"));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(text(&refused).contains("keys:age"), "{}", text(&refused));
+
+    for out in [
+        &applied, &planned, &wrong_key, &tampered, &added, &plain, &refused,
+    ] {
+        for hidden in [
+            SOPS_VALUE,
+            SOPS_ENV_VALUE,
+            "rotated-sops-value",
+            secret_key.as_str(),
+        ] {
+            assert!(!text(out).contains(hidden), "{}", text(out));
+        }
+    }
+    let state = state_text(cluster);
+    assert!(!state.contains(SOPS_VALUE) && !state.contains(SOPS_ENV_VALUE));
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}

@@ -51,6 +51,14 @@ pub enum Tool {
     Otelcol,
     /// OpenTofu's `tofu`, which writes the states of the input tests.
     Tofu,
+    /// `age`, which encrypts for the sops tests' keys.
+    Age,
+    /// `age-keygen`, which makes those keys.
+    AgeKeygen,
+    /// `sops`, which encrypts the files the `sops` resolver reads.
+    Sops,
+    /// `vault`, run as `vault server -dev` for the `vault` resolver's tests.
+    Vault,
 }
 
 impl Tool {
@@ -81,6 +89,10 @@ impl Tool {
             Tool::Oras => "oras",
             Tool::Otelcol => "otelcol",
             Tool::Tofu => "tofu",
+            Tool::Age => "age",
+            Tool::AgeKeygen => "age-keygen",
+            Tool::Sops => "sops",
+            Tool::Vault => "vault",
         }
     }
 
@@ -99,6 +111,9 @@ impl Tool {
             Tool::Oras => ("oras", "ORAS_VERSION"),
             Tool::Otelcol => ("otelcol", "OTELCOL_VERSION"),
             Tool::Tofu => ("opentofu", "OPENTOFU_VERSION"),
+            Tool::Age | Tool::AgeKeygen => ("age", "AGE_VERSION"),
+            Tool::Sops => ("sops", "SOPS_VERSION"),
+            Tool::Vault => ("vault", "VAULT_VERSION"),
         }
     }
 

@@ -59,6 +59,8 @@ pub const BUILTIN_RESOLVERS: &[Builtin] = &[
     builtin!("envfile"),
     builtin!("onepassword"),
     builtin!("aws-secrets-manager"),
+    builtin!("vault"),
+    builtin!("sops"),
 ];
 
 /// Names of the manifest types the built-ins serve.

@@ -105,18 +105,7 @@ pub fn pick(secret: &str, value: &[u8], key: Option<&str>) -> Result<Vec<u8>, Pl
             "key `{key}` of secret `{secret}`: its value is not JSON"
         ))
     })?;
-    let found = if key.starts_with('/') {
-        json.pointer(key)
-    } else {
-        json.get(key)
-    };
-    match found {
-        Some(Value::String(text)) => Ok(text.as_bytes().to_vec()),
-        Some(other) => Ok(other.to_string().into_bytes()),
-        None => Err(PluginError::not_found(format_args!(
-            "key `{key}` of secret `{secret}`"
-        ))),
-    }
+    tazuna_sdk::secret::pick(&format!("secret `{secret}`"), &json, key)
 }
 
 /// The `aws-secrets-manager` secret resolver.
@@ -367,29 +356,11 @@ fn secret_bytes(value: &Value) -> Result<Vec<u8>, PluginError> {
 
 /// Standard base64, padded or not.
 fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let mut buffer = 0u32;
-    let mut bits = 0;
-    for byte in text
-        .bytes()
-        .filter(|b| *b != b'=' && !b.is_ascii_whitespace())
-    {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        buffer = (buffer << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-        }
-    }
-    Some(out)
+    use base64::Engine as _;
+    let text: String = text.split_whitespace().collect();
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(text.trim_end_matches('='))
+        .ok()
 }
 
 tazuna_sdk::export_secret_resolver!(AwsSecretsManager);

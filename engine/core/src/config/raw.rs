@@ -433,13 +433,20 @@ pub(crate) struct RawProvider {
     /// The name GenesisSecret files and `ref+<name>:` references use; `default-op` and `env`
     /// are reserved.
     pub name: String,
-    /// `onepassword`, `envfile`, `aws-secrets-manager`, or the name of a secret-resolver plugin.
+    /// `onepassword`, `envfile`, `aws-secrets-manager`, `vault`, `sops`, or the name of a
+    /// secret-resolver plugin.
     #[serde(rename = "type")]
     pub kind: String,
 }
 
 /// Built-in provider config blocks.
-pub(crate) const PROVIDER_BLOCKS: &[&str] = &["onepassword", "envfile", "aws-secrets-manager"];
+pub(crate) const PROVIDER_BLOCKS: &[&str] = &[
+    "onepassword",
+    "envfile",
+    "aws-secrets-manager",
+    "vault",
+    "sops",
+];
 
 /// A manifest entry as editors see it: fixed fields plus per-type blocks. Blocks named after
 /// a plugin in `spec.plugins` are allowed too.
@@ -492,6 +499,10 @@ pub(crate) struct ProviderSchema {
     /// Config of a `type: aws-secrets-manager` provider: `region`, `profile`, `endpoint`.
     #[serde(rename = "aws-secrets-manager")]
     aws_secrets_manager: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of a `type: vault` provider: `address`, `namespace`, `caFile`, `auth`.
+    vault: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of a `type: sops` provider (currently empty).
+    sops: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `providers[].envfile`.

@@ -15,6 +15,8 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 use hmac::{Hmac, Mac};
+
+pub use super::environment::{Environment, ProcessEnvironment};
 use sha2::{Digest, Sha256};
 
 /// Credentials to sign with. `Debug` shows the key id only.
@@ -49,28 +51,6 @@ pub enum CredentialsError {
     WebIdentity(String),
 }
 
-/// The variables the chain reads, and where the files are: the process
-/// environment in use, a fixed map in tests.
-pub trait Environment {
-    /// The variable `name`, if set and not empty.
-    fn var(&self, name: &str) -> Option<String>;
-}
-
-/// The process environment.
-pub struct ProcessEnvironment;
-
-impl Environment for ProcessEnvironment {
-    fn var(&self, name: &str) -> Option<String> {
-        std::env::var(name).ok().filter(|value| !value.is_empty())
-    }
-}
-
-impl Environment for HashMap<&str, String> {
-    fn var(&self, name: &str) -> Option<String> {
-        self.get(name).cloned()
-    }
-}
-
 /// The profile in use: `profile`, else `AWS_PROFILE`, else `default`.
 fn profile_name(env: &dyn Environment, profile: Option<&str>) -> String {
     profile
@@ -80,10 +60,9 @@ fn profile_name(env: &dyn Environment, profile: Option<&str>) -> String {
 }
 
 fn home_file(env: &dyn Environment, variable: &str, name: &str) -> Option<PathBuf> {
-    env.var(variable).map(PathBuf::from).or_else(|| {
-        env.var("HOME")
-            .map(|home| PathBuf::from(home).join(".aws").join(name))
-    })
+    env.var(variable)
+        .map(PathBuf::from)
+        .or_else(|| env.home().map(|home| home.join(".aws").join(name)))
 }
 
 /// The keys of `[section]` in an INI file such as `~/.aws/credentials`.

@@ -1,7 +1,7 @@
 //! One call's store: what a plugin call holds (its WASI context, limits,
 //! mounts, tool clock and secrets), the deadline-aware waits, and the host
 //! imports a plugin calls (`log`, `exec`, `tools`, `artifacts`,
-//! `render-traits`, `outbound`).
+//! `render-traits`, `outbound`, `age`).
 
 use std::time::{Duration, Instant};
 
@@ -302,5 +302,48 @@ impl bindings::outbound::Host for CallState {
 
     fn aws_region(&mut self, profile: Option<String>) -> Option<String> {
         outbound::aws_region(profile.as_deref())
+    }
+
+    fn send_vault(
+        &mut self,
+        request: bindings::outbound::Request,
+        login: bindings::outbound::VaultLogin,
+    ) -> Result<bindings::outbound::Response, PluginError> {
+        if self.network.offline {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{}` may not reach its Vault: the run is `--offline`",
+                self.plugin
+            )));
+        }
+        let timeout = self.tools.left("a request to the Vault")?;
+        let ctx = outbound::Context {
+            plugin: &self.plugin,
+            builtin: self.builtin,
+            allowed: &self.outbound,
+            timeout,
+        };
+        self.tools
+            .run(|| outbound::send_vault(&ctx, request, login))
+    }
+}
+
+/// The capability a third-party resolver needs to open age files with the
+/// user's identities.
+pub(super) const KEYS_AGE: &str = "keys:age";
+
+impl bindings::age::Host for CallState {
+    fn open(&mut self, files: Vec<Vec<u8>>) -> Result<Vec<u8>, PluginError> {
+        if !self.builtin && !self.capabilities.allows(KEYS_AGE) {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{}` asked to open an age file with your identities: a third-party resolver needs the grant `{KEYS_AGE}`",
+                self.plugin
+            )));
+        }
+        let identities = age::identities(&super::environment::ProcessEnvironment)
+            .map_err(|error| PluginError::CapabilityDenied(error.to_string()))?;
+        age::open(&identities, &files).map_err(|error| match error {
+            age::AgeError::NoMatch { .. } => PluginError::CapabilityDenied(error.to_string()),
+            other => PluginError::Other(other.to_string()),
+        })
     }
 }

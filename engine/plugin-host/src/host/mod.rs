@@ -15,6 +15,7 @@
 //! `wasmtime::Error` is not a `std::error::Error`, so this module works in
 //! `wasmtime::Result` internally and converts at its boundary.
 
+mod age;
 mod artifacts;
 mod aws;
 mod beneath;
@@ -23,6 +24,7 @@ mod cache;
 mod call;
 mod capabilities;
 mod content;
+mod environment;
 mod exec;
 mod grammar;
 mod input;
@@ -32,6 +34,7 @@ mod outbound;
 mod resolver;
 mod tool_secrets;
 mod tools;
+mod vault;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -244,6 +247,8 @@ impl PluginHost {
             .map_err(|e| HostError::Engine(format!("{e:#}")))?;
         // What only resolvers import.
         bindings::outbound::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        bindings::age::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(format!("{e:#}")))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));

@@ -8,15 +8,21 @@
 //! `example.com`, port 443 unless one is named). Only `https`, but to a loopback host; only `GET` and
 //! `POST`; no redirect; a body of at most [`MAX_BODY`] each way. With a
 //! signing, the host signs with credentials the plugin never sees
-//! ([`super::aws`]).
+//! ([`super::aws`]); toward a Vault, it logs in and adds the token itself,
+//! and lets a resolver read only from KV mounts ([`super::vault`]). A plugin
+//! sets only the headers of [`PLUGIN_HEADERS`].
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::aws;
-use super::bindings::outbound::{Request, Response, Signing};
+use super::bindings::outbound::{Request, Response, Signing, VaultLogin, VaultMethod};
 use super::bindings::types::PluginError;
 use super::capabilities::Capabilities;
 use super::jail::{Endpoint, endpoint_of_url};
+use super::vault;
 
 /// The most bytes of a request's or a response's body.
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
@@ -27,6 +33,19 @@ const NET: &str = "net:";
 /// The capability a third-party resolver needs for the host to sign its
 /// requests with the user's AWS credentials.
 pub const SIGN_AWS: &str = "sign:aws-sigv4";
+
+/// The capability a third-party resolver needs for the host to log in to a
+/// Vault for it.
+pub const SIGN_VAULT: &str = "sign:vault";
+
+/// The headers a plugin may set; the host sets every other (`host`,
+/// `authorization`, a signature's, a token's).
+const PLUGIN_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "x-amz-target",
+    "x-vault-namespace",
+];
 
 /// The names AWS serves its APIs under: the only hosts a signed request may
 /// go to, besides an endpoint a built-in's provider names.
@@ -43,15 +62,29 @@ pub struct Allowed {
     /// Whether [`SIGN_AWS`] is in effect (a built-in asks for none: it
     /// signs only toward AWS or the endpoint its provider names).
     sign_aws: bool,
+    /// Whether [`SIGN_VAULT`] is in effect.
+    sign_vault: bool,
+    /// Every string of the provider's config: a file the host reads for a
+    /// login (a CA, a secret id, a token) must be one of them.
+    strings: Vec<String>,
+    /// The directory of the file that declares the provider, which a
+    /// relative file name is read from.
+    base: PathBuf,
 }
 
 impl Allowed {
-    /// The allow-list of a call with this config's strings and these
-    /// capabilities.
-    pub fn new(config_strings: &[String], capabilities: &Capabilities) -> Self {
+    /// The allow-list of a call with this provider's config strings (its
+    /// URLs are reached only by a built-in) and these capabilities.
+    pub fn new(
+        config_strings: &[String],
+        capabilities: &Capabilities,
+        builtin: bool,
+        base: &Path,
+    ) -> Self {
         Self {
             named: config_strings
                 .iter()
+                .filter(|_| builtin)
                 .filter_map(|text| endpoint_of_url(text))
                 .collect(),
             granted: capabilities
@@ -60,7 +93,21 @@ impl Allowed {
                 .map(str::to_owned)
                 .collect(),
             sign_aws: capabilities.allows(SIGN_AWS),
+            sign_vault: builtin || capabilities.allows(SIGN_VAULT),
+            strings: config_strings.to_vec(),
+            base: base.to_owned(),
         }
+    }
+
+    /// The file `name` stands for, when the provider's config names it as it
+    /// is; a plugin cannot make the host read any other file.
+    fn named_file(&self, what: &str, name: &str) -> Result<PathBuf, PluginError> {
+        if !self.strings.iter().any(|text| text == name) {
+            return Err(denied(format!(
+                "the {what} `{name}` is not named in the provider's config; the host reads only the files the config names"
+            )));
+        }
+        Ok(self.base.join(name))
     }
 
     /// Whether a request to `host:port` may carry a signature: toward AWS's
@@ -122,8 +169,18 @@ fn is_loopback(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Check `request` against the call, sign it if asked, send it.
-pub fn send(ctx: &Context<'_>, request: Request) -> Result<Response, PluginError> {
+/// A request that passed the allow-list.
+struct Checked {
+    url: reqwest::Url,
+    host: String,
+    port: u16,
+    method: reqwest::Method,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Check `request` against the call: scheme, host, method, size, headers.
+fn check(ctx: &Context<'_>, request: Request) -> Result<Checked, PluginError> {
     let url = reqwest::Url::parse(&request.url)
         .map_err(|error| PluginError::Other(format!("`{}` is not a URL: {error}", request.url)))?;
     let host = url.host_str().unwrap_or_default().to_owned();
@@ -166,24 +223,39 @@ pub fn send(ctx: &Context<'_>, request: Request) -> Result<Response, PluginError
             request.body.len()
         )));
     }
-    let mut headers: Vec<(String, String)> = Vec::new();
+    let mut headers = Vec::new();
     for (name, value) in request.headers {
-        let lower = name.to_ascii_lowercase();
-        // What the host sets, or what would say something else than the URL.
-        if matches!(
-            lower.as_str(),
-            "host" | "authorization" | "content-length" | "transfer-encoding" | "connection"
-        ) || lower.starts_with("x-amz-") && lower != "x-amz-target"
-            || lower.starts_with("proxy-")
-        {
+        if !PLUGIN_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
             return Err(denied(format!(
-                "plugin `{}` may not set the header `{name}`; the host sets it",
-                ctx.plugin
+                "plugin `{}` may not set the header `{name}`; a resolver sets only {}, and the host the rest",
+                ctx.plugin,
+                PLUGIN_HEADERS.join(", ")
             )));
         }
         headers.push((name, value));
     }
-    if let Some(Signing::AwsSigv4(scope)) = &request.sign {
+    Ok(Checked {
+        url,
+        host,
+        port,
+        method,
+        headers,
+        body: request.body,
+    })
+}
+
+/// Check `request` against the call, sign it if asked, send it.
+pub fn send(ctx: &Context<'_>, request: Request) -> Result<Response, PluginError> {
+    let sign = request.sign.clone();
+    let Checked {
+        url,
+        host,
+        port,
+        method,
+        mut headers,
+        body,
+    } = check(ctx, request)?;
+    if let Some(Signing::AwsSigv4(scope)) = &sign {
         if !ctx.allowed.may_sign(&host, port) || !ctx.builtin && !ctx.allowed.sign_aws {
             return Err(denied(format!(
                 "plugin `{}` asked the host to sign a request to `{host}:{port}` with your AWS credentials: the host signs only toward AWS ({}) or an endpoint a built-in's provider names, and a third-party resolver needs the grant `{SIGN_AWS}`",
@@ -208,14 +280,215 @@ pub fn send(ctx: &Context<'_>, request: Request) -> Result<Response, PluginError
             url.path(),
             url.query().unwrap_or_default(),
             &headers,
-            &request.body,
+            &body,
             unix,
         );
         headers.extend(added);
     }
-    let response = http(method, url.clone(), &headers, request.body, ctx.timeout)
-        .map_err(|error| PluginError::Network(format!("`{host}:{port}`: {error}")))?;
-    Ok(response)
+    http(method, url, &headers, body, None, ctx.timeout)
+        .map_err(|error| PluginError::Network(format!("`{host}:{port}`: {error}")))
+}
+
+/// A Vault login as the host reads it: the files it names checked against
+/// the provider's config.
+struct Login {
+    address: reqwest::Url,
+    namespace: Option<String>,
+    method: vault::Method,
+    ca: Option<PathBuf>,
+}
+
+fn login_of(ctx: &Context<'_>, login: VaultLogin) -> Result<Login, PluginError> {
+    let allowed = ctx.allowed;
+    let file = |what: &str, name: Option<String>| {
+        name.map(|name| allowed.named_file(what, &name)).transpose()
+    };
+    let address = reqwest::Url::parse(&login.address).map_err(|error| {
+        PluginError::Other(format!("the Vault address `{}`: {error}", login.address))
+    })?;
+    let method = match login.method {
+        VaultMethod::Token => vault::Method::Token,
+        VaultMethod::Approle(approle) => vault::Method::AppRole {
+            mount: approle.mount,
+            role_id: approle.role_id,
+            secret_id_file: file("secret id file", approle.secret_id_file)?,
+        },
+        VaultMethod::Kubernetes(kubernetes) => vault::Method::Kubernetes {
+            mount: kubernetes.mount,
+            role: kubernetes.role,
+            jwt_file: file("token file", kubernetes.jwt_file)?,
+        },
+    };
+    Ok(Login {
+        address,
+        namespace: login.namespace,
+        method,
+        ca: file("CA file", login.ca_file)?,
+    })
+}
+
+/// What one run has learned of its Vaults: the token of each login, and the
+/// mounts its preflights named.
+#[derive(Default)]
+struct VaultMemory {
+    tokens: HashMap<String, String>,
+    mounts: HashMap<String, Vec<vault::Mount>>,
+}
+
+/// The process's Vault memory (a process is one run).
+fn memory() -> std::sync::MutexGuard<'static, VaultMemory> {
+    static MEMORY: std::sync::OnceLock<Mutex<VaultMemory>> = std::sync::OnceLock::new();
+    MEMORY
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Send `request` to a Vault, logged in as `login` says; only reads the
+/// [`vault`] allow-list admits.
+pub fn send_vault(
+    ctx: &Context<'_>,
+    request: Request,
+    login: VaultLogin,
+) -> Result<Response, PluginError> {
+    if !ctx.allowed.sign_vault {
+        return Err(denied(format!(
+            "plugin `{}` asked the host to log in to a Vault: a third-party resolver needs the grant `{SIGN_VAULT}`",
+            ctx.plugin
+        )));
+    }
+    if request.sign.is_some() {
+        return Err(denied(format!(
+            "plugin `{}` asked for an AWS signature on a Vault request",
+            ctx.plugin
+        )));
+    }
+    let login = login_of(ctx, login)?;
+    let checked = check(ctx, request)?;
+    let same_place = checked.url.scheme() == login.address.scheme()
+        && checked
+            .host
+            .eq_ignore_ascii_case(login.address.host_str().unwrap_or_default())
+        && Some(checked.port) == login.address.port_or_known_default();
+    if !same_place {
+        return Err(denied(format!(
+            "plugin `{}` asked for `{}` with the login of the Vault at `{}`; a token goes only to its own Vault",
+            ctx.plugin, checked.url, login.address
+        )));
+    }
+    if checked.method != reqwest::Method::GET {
+        return Err(denied(format!(
+            "plugin `{}` asked for `{}` on a Vault; a resolver only reads (`GET`)",
+            ctx.plugin, checked.method
+        )));
+    }
+    let read = vault::read_of(checked.url.path())
+        .map_err(|why| denied(format!("plugin `{}` asked for {why}", ctx.plugin)))?;
+    let token = vault_token(ctx, &login)?;
+    let mut headers = checked.headers.clone();
+    if let Some(namespace) = &login.namespace {
+        headers.retain(|(name, _)| !name.eq_ignore_ascii_case("x-vault-namespace"));
+        headers.push(("x-vault-namespace".to_owned(), namespace.clone()));
+    }
+    headers.push(("x-vault-token".to_owned(), token));
+    let place = format!("{}:{}", checked.host, checked.port);
+    let get = |url: reqwest::Url| {
+        http(
+            reqwest::Method::GET,
+            url,
+            &headers,
+            Vec::new(),
+            login.ca.as_deref(),
+            ctx.timeout,
+        )
+        .map_err(|error| PluginError::Network(format!("the Vault at `{place}`: {error}")))
+    };
+    if let vault::Read::OnMount(path) = read {
+        let key = vault_key(&login);
+        let known = memory()
+            .mounts
+            .get(&key)
+            .and_then(|mounts| mounts.iter().find(|m| m.holds(path)).cloned());
+        let mount = match known {
+            Some(mount) => mount,
+            None => {
+                let mut url = checked.url.clone();
+                url.set_path(&vault::preflight_of(path));
+                url.set_query(None);
+                let answer = get(url)?;
+                let mount = (answer.status == 200)
+                    .then(|| vault::mount_of_answer(&answer.body))
+                    .flatten()
+                    .ok_or_else(|| {
+                        denied(format!(
+                            "plugin `{}` asked for `/v1/{path}`, which is on no mount the Vault names to this login ({})",
+                            ctx.plugin,
+                            vault::errors_of(answer.status, &answer.body)
+                        ))
+                    })?;
+                memory().mounts.entry(key).or_default().push(mount.clone());
+                mount
+            }
+        };
+        if !mount.readable() {
+            return Err(denied(format!(
+                "plugin `{}` asked for `/v1/{path}` on the `{}` mount `{}`; a resolver reads only from KV mounts",
+                ctx.plugin, mount.engine, mount.path
+            )));
+        }
+    }
+    get(checked.url)
+}
+
+/// The key of a login in [`VaultMemory`]: its Vault, namespace and method.
+fn vault_key(login: &Login) -> String {
+    format!(
+        "{}|{}|{:?}",
+        login.address.origin().ascii_serialization(),
+        login.namespace.as_deref().unwrap_or_default(),
+        login.method
+    )
+}
+
+/// The token of `login`: remembered, else from the environment or a login.
+fn vault_token(ctx: &Context<'_>, login: &Login) -> Result<String, PluginError> {
+    let key = vault_key(login);
+    if let Some(token) = memory().tokens.get(&key) {
+        return Ok(token.clone());
+    }
+    let env = super::environment::ProcessEnvironment;
+    let refused = |error: vault::LoginError| PluginError::CapabilityDenied(error.to_string());
+    let token = match vault::login_request(&env, &login.method).map_err(refused)? {
+        None => vault::token_of_environment(&env).map_err(refused)?,
+        Some((path, body)) => {
+            let mut url = login.address.clone();
+            url.set_path(&path);
+            url.set_query(None);
+            let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+            if let Some(namespace) = &login.namespace {
+                headers.push(("x-vault-namespace".to_owned(), namespace.clone()));
+            }
+            let answer = http(
+                reqwest::Method::POST,
+                url,
+                &headers,
+                body.to_string().into_bytes(),
+                login.ca.as_deref(),
+                ctx.timeout,
+            )
+            .map_err(|error| {
+                refused(vault::LoginError::Refused {
+                    method: login.method.name(),
+                    path: path.clone(),
+                    why: error.to_string(),
+                })
+            })?;
+            vault::token_of_answer(&login.method, &path, answer.status, &answer.body)
+                .map_err(refused)?
+        }
+    };
+    memory().tokens.insert(key, token.clone());
+    Ok(token)
 }
 
 /// The region the AWS chain names for `profile`.
@@ -242,6 +515,7 @@ fn aws_credentials(
                 "application/x-www-form-urlencoded".to_owned(),
             )],
             form.into_bytes(),
+            None,
             timeout,
         )
         .map_err(|error| failed(error.to_string()))?;
@@ -263,27 +537,57 @@ enum SendError {
     TooLong,
 }
 
-/// Send one request, no redirect followed, the body bounded.
+/// The client for requests that trust `ca` besides the system's roots: one
+/// for each in the process, so connections (and TLS sessions) are kept
+/// between the requests of a run, as a store's SDK keeps them.
+fn client(ca: Option<&Path>) -> Result<reqwest::Client, SendError> {
+    static CLIENTS: std::sync::OnceLock<Mutex<HashMap<Option<PathBuf>, reqwest::Client>>> =
+        std::sync::OnceLock::new();
+    let mut clients = CLIENTS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(client) = clients.get(&ca.map(Path::to_owned)) {
+        return Ok(client.clone());
+    }
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy();
+    if let Some(ca) = ca {
+        let pem = std::fs::read(ca).map_err(|error| {
+            SendError::Transport(format!("the CA file `{}`: {error}", ca.display()))
+        })?;
+        let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
+            SendError::Transport(format!("the CA file `{}`: {error}", ca.display()))
+        })?;
+        if roots.is_empty() {
+            return Err(SendError::Transport(format!(
+                "the CA file `{}` holds no PEM certificate",
+                ca.display()
+            )));
+        }
+        for root in roots {
+            builder = builder.add_root_certificate(root);
+        }
+    }
+    let client = builder
+        .build()
+        .map_err(|error| SendError::Transport(format!("no HTTP client could be made: {error}")))?;
+    clients.insert(ca.map(Path::to_owned), client.clone());
+    Ok(client)
+}
+
+/// Send one request, no redirect followed, the body bounded; with `ca`, a
+/// PEM file of roots trusted besides the system's.
 fn http(
     method: reqwest::Method,
     url: reqwest::Url,
     headers: &[(String, String)],
     body: Vec<u8>,
+    ca: Option<&Path>,
     timeout: Duration,
 ) -> Result<Response, SendError> {
-    // One client for the process: its connections (and TLS sessions) are
-    // kept between the requests of a run, as a store's SDK keeps them.
-    static CLIENT: std::sync::OnceLock<Option<reqwest::Client>> = std::sync::OnceLock::new();
-    let client = CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .build()
-                .ok()
-        })
-        .clone()
-        .ok_or_else(|| SendError::Transport("no HTTP client could be made".to_owned()))?;
+    let client = client(ca)?;
     wasmtime_wasi::runtime::in_tokio(async move {
         let mut builder = client.request(method, url).timeout(timeout).body(body);
         for (name, value) in headers {
@@ -335,7 +639,12 @@ mod tests {
     fn allowed(named: &[&str], granted: &[&str]) -> Allowed {
         let strings: Vec<String> = named.iter().map(|s| (*s).to_owned()).collect();
         let grants: Vec<String> = granted.iter().map(|g| format!("net:{g}")).collect();
-        Allowed::new(&strings, &Capabilities::effective(&grants, &grants))
+        Allowed::new(
+            &strings,
+            &Capabilities::effective(&grants, &grants),
+            true,
+            Path::new("."),
+        )
     }
 
     #[test]

@@ -135,19 +135,20 @@ impl PluginHost {
             Some(provider_dir),
             |store| {
                 // A built-in reaches the hosts its provider's config names; a
-                // third-party resolver only what its `net:` grants name.
+                // third-party resolver only what its `net:` grants name. Either
+                // may name files of the config for the host to read.
                 let parsed: serde_json::Value =
                     serde_json::from_str(&config).unwrap_or(serde_json::Value::Null);
-                let strings: Vec<String> = if plugin.builtin {
-                    crate::config_strings::strings_in(&parsed)
-                        .into_iter()
-                        .map(str::to_owned)
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                store.data_mut().outbound =
-                    super::outbound::Allowed::new(&strings, &plugin.capabilities);
+                let strings: Vec<String> = crate::config_strings::strings_in(&parsed)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
+                store.data_mut().outbound = super::outbound::Allowed::new(
+                    &strings,
+                    &plugin.capabilities,
+                    plugin.builtin,
+                    provider_dir,
+                );
                 store.data_mut().network.offline = offline;
                 let bindings: SecretResolverPlugin = plugin.pre.instantiate(&mut *store)?;
                 bindings
