@@ -51,6 +51,7 @@
 
 pub mod age;
 pub mod artifacts;
+pub mod clusters;
 mod config;
 pub mod exec;
 mod info;

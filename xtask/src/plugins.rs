@@ -37,6 +37,7 @@ const PLUGINS: &[(&str, &str)] = &[
     ("tazuna_plugin_aws_secrets_manager", "aws-secrets-manager"),
     ("tazuna_plugin_vault", "vault"),
     ("tazuna_plugin_sops", "sops"),
+    ("tazuna_plugin_kubernetes", "kubernetes"),
     ("tazuna_plugin_probe", "probe"),
     ("tazuna_plugin_probe_resolver", "probe-resolver"),
     ("tazuna_plugin_contract_0_1_0", "contract-0.1.0"),
@@ -57,6 +58,7 @@ const BUILTINS: &[&str] = &[
     "aws-secrets-manager",
     "vault",
     "sops",
+    "kubernetes",
 ];
 
 /// Where the built-ins are committed, relative to the workspace root.

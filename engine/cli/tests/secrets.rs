@@ -1663,3 +1663,247 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+const MGMT_VALUE: &str = "e2e-management-secret-value-6d0e";
+
+/// A Secret of a management cluster behind the built-in `kubernetes` resolver: the provider names
+/// a context of the run's kubeconfig whose user is a service account that may only `get` one
+/// Secret. The host reads it with that context's credentials; the audit log shows that user made
+/// one `get` of that Secret a run and nothing else; kubectl sees the value in the target
+/// namespace, and no output or state holds it. A missing Secret, a missing key and a Secret the
+/// user may not read fail before any write; a context the provider does not name, and a
+/// third-party resolver without `read:cluster-secrets`, are refused.
+#[test]
+fn a_management_clusters_secret_is_read_with_its_contexts_own_rights_and_only_read() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let management = cluster.namespace("mgmt");
+    let mgmt = management.name().to_owned();
+    let target = cluster.namespace("from-mgmt");
+    let ns = target.name().to_owned();
+    succeed(management.kubectl().args([
+        "create",
+        "secret",
+        "generic",
+        "repo",
+        &format!("--from-literal=password={MGMT_VALUE}"),
+        "--from-literal=url=https://git.example.com/platform.git",
+    ]));
+    succeed(management.kubectl().args([
+        "create",
+        "secret",
+        "generic",
+        "hidden",
+        "--from-literal=k=v",
+    ]));
+    succeed(
+        management
+            .kubectl()
+            .args(["create", "serviceaccount", "reader"]),
+    );
+    succeed(management.kubectl().args([
+        "create",
+        "role",
+        "read-repo",
+        "--verb=get",
+        "--resource=secrets",
+        "--resource-name=repo",
+        // Allowed, but not there: a 404, not a 403.
+        "--resource-name=absent",
+    ]));
+    succeed(management.kubectl().args([
+        "create",
+        "rolebinding",
+        "read-repo",
+        "--role=read-repo",
+        &format!("--serviceaccount={mgmt}:reader"),
+    ]));
+    let token =
+        String::from_utf8(succeed(management.kubectl().args(["create", "token", "reader"])).stdout)
+            .unwrap()
+            .trim()
+            .to_owned();
+    // The run's kubeconfig: the harness's, plus a context `management` as the reader.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let kubeconfig = root.join("kubeconfig");
+    std::fs::copy(cluster.kubeconfig(), &kubeconfig).unwrap();
+    let cluster_name = String::from_utf8(
+        succeed(cluster.kubectl().args([
+            "config",
+            "view",
+            "--minify",
+            "-o",
+            "jsonpath={.clusters[0].name}",
+        ]))
+        .stdout,
+    )
+    .unwrap();
+    let config_kubectl = |args: &[&str]| {
+        succeed(
+            Command::new(
+                tazuna_tests::e2e::tool(Tool::Kubectl).unwrap_or_else(|| "kubectl".into()),
+            )
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args),
+        )
+    };
+    config_kubectl(&[
+        "config",
+        "set-credentials",
+        "mgmt-reader",
+        &format!("--token={token}"),
+    ]);
+    config_kubectl(&[
+        "config",
+        "set-context",
+        "management",
+        &format!("--cluster={cluster_name}"),
+        "--user=mgmt-reader",
+    ]);
+    write(
+        root,
+        "app/secret.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: repo\nstringData:\n  password: ref+mgmt:repo#password\n  url: ref+mgmt:{mgmt}/repo#url\n"
+        ),
+    );
+    let config = format!(
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  providers:
+    - name: mgmt
+      type: kubernetes
+      kubernetes:
+        context: management
+        namespace: {mgmt}
+  manifests:
+    - name: app
+      type: manifests
+      path: app/secret.yaml
+      namespace: {ns}
+"
+    );
+    write(root, "tazuna.yaml", &config);
+    let tazuna = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        command
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--context")
+            .arg(cluster.context());
+        command
+    };
+    let reader = format!("system:serviceaccount:{mgmt}:reader");
+    let by_reader = || {
+        cluster.requests_from("tazuna/").map(|events| {
+            events
+                .into_iter()
+                .filter(|e| e.user == reader)
+                .map(|e| format!("{} {} {}", e.verb, e.resource, e.name.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        })
+    };
+    let applied = succeed(tazuna().arg("apply"));
+    assert_eq!(value_in(&target, "repo", "password"), MGMT_VALUE);
+    assert_eq!(
+        value_in(&target, "repo", "url"),
+        "https://git.example.com/platform.git"
+    );
+    if let Some(requests) = by_reader() {
+        assert_eq!(
+            requests,
+            ["get secrets repo"],
+            "one read of one Secret, nothing else"
+        );
+    }
+
+    // A missing key, a Secret the reader may not get, a missing Secret: named, nothing written.
+    for (reference, said) in [
+        ("ref+mgmt:repo#nokey", "key `nokey` of Secret"),
+        ("ref+mgmt:hidden#k", "may not get Secret"),
+        ("ref+mgmt:absent#k", "does not exist"),
+    ] {
+        edit(
+            &root.join("app/secret.yaml"),
+            "ref+mgmt:repo#password",
+            reference,
+        );
+        let failed = output(tazuna().arg("apply"));
+        assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+        assert!(
+            text(&failed).contains("provider `mgmt`") && text(&failed).contains(said),
+            "{}",
+            text(&failed)
+        );
+        assert!(!text(&failed).contains(&token));
+        edit(
+            &root.join("app/secret.yaml"),
+            reference,
+            "ref+mgmt:repo#password",
+        );
+    }
+    assert_eq!(value_in(&target, "repo", "password"), MGMT_VALUE);
+
+    // A third-party resolver reads no cluster without its grant, and with it no context the
+    // config does not name.
+    let probe = common::plugin("probe-resolver");
+    let with_probe = |grants: &str, reference: &str| {
+        write(
+            root,
+            "tazuna.yaml",
+            &format!(
+                "{}  plugins:\n    - name: probe-resolver\n      source: file://{}\n      grants: [{grants}]\n",
+                config.replace("  manifests:", "    - name: peek\n      type: probe-resolver\n      probe-resolver:\n        context: management\n  manifests:"),
+                probe.display()
+            ),
+        );
+        write(
+            root,
+            "app/secret.yaml",
+            &format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: peek\nstringData:\n  seen: ref+peek:{reference}\n"
+            ),
+        );
+        output(tazuna().arg("apply"))
+    };
+    for (grants, reference, said) in [
+        (
+            "",
+            format!("secret:management|{mgmt}/repo"),
+            "read:cluster-secrets",
+        ),
+        (
+            "read:cluster-secrets",
+            format!("secret:{}|{mgmt}/repo", cluster.context()),
+            "does not name",
+        ),
+    ] {
+        let refused = with_probe(grants, &reference);
+        assert_eq!(
+            refused.status.code(),
+            Some(1),
+            "{reference}: {}",
+            text(&refused)
+        );
+        assert!(
+            text(&refused).contains(said),
+            "{reference}: {}",
+            text(&refused)
+        );
+    }
+    for out in [&applied] {
+        assert!(
+            !text(out).contains(MGMT_VALUE) && !text(out).contains(&token),
+            "{}",
+            text(out)
+        );
+    }
+    assert!(!state_text(cluster).contains(MGMT_VALUE));
+}

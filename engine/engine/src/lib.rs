@@ -17,8 +17,8 @@
 //! `tazuna-core`.
 
 pub use tazuna_kube::{
-    apply, capi, checks, cluster, destroy, guard, live, objects, ownership, plan, state, status,
-    wait, warnings,
+    apply, capi, checks, cluster, destroy, guard, live, management, objects, ownership, plan,
+    state, status, wait, warnings,
 };
 pub use tazuna_plugin_host::{distribution, host, plugins, render, secrets};
 

@@ -27,6 +27,7 @@ pub mod generated;
 pub mod guard;
 mod hooks;
 pub mod live;
+pub mod management;
 pub mod namespaces;
 pub mod objects;
 pub mod ownership;

@@ -61,6 +61,7 @@ pub const BUILTIN_RESOLVERS: &[Builtin] = &[
     builtin!("aws-secrets-manager"),
     builtin!("vault"),
     builtin!("sops"),
+    builtin!("kubernetes"),
 ];
 
 /// Names of the manifest types the built-ins serve.

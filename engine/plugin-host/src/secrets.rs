@@ -318,6 +318,8 @@ pub struct ProviderSecrets {
     host_settings: HostSettings,
     load: Box<ResolverLoader>,
     state: Mutex<ResolvedSoFar>,
+    /// How resolvers read a cluster's Secret, where clusters are reached.
+    clusters: Option<crate::host::SharedClusterSecrets>,
 }
 
 /// Why a provider gave no values at all.
@@ -363,7 +365,15 @@ impl ProviderSecrets {
             host_settings,
             load,
             state: Mutex::new(ResolvedSoFar::default()),
+            clusters: None,
         }
+    }
+
+    /// Let resolvers read Secrets of clusters through `clusters` (the
+    /// `kubernetes` resolver); without it, such a read is refused.
+    pub fn with_clusters(mut self, clusters: crate::host::SharedClusterSecrets) -> Self {
+        self.clusters = Some(clusters);
+        self
     }
 
     /// The answers for `refs` of `provider`, in order. References not
@@ -410,10 +420,14 @@ impl ProviderSecrets {
         if !missing.is_empty() {
             let host = match &mut state.host {
                 Some(host) => host,
-                empty => empty.insert(
-                    PluginHost::new(self.host_settings.clone())
-                        .map_err(|error| failed(error.to_string()))?,
-                ),
+                empty => {
+                    let host = PluginHost::new(self.host_settings.clone())
+                        .map_err(|error| failed(error.to_string()))?;
+                    if let Some(clusters) = &self.clusters {
+                        host.set_cluster_secrets(clusters.clone());
+                    }
+                    empty.insert(host)
+                }
             };
             if !state.resolvers.contains_key(kind) {
                 let set = (self.load)(host, kind).map_err(failed)?;

@@ -433,8 +433,8 @@ pub(crate) struct RawProvider {
     /// The name GenesisSecret files and `ref+<name>:` references use; `default-op` and `env`
     /// are reserved.
     pub name: String,
-    /// `onepassword`, `envfile`, `aws-secrets-manager`, `vault`, `sops`, or the name of a
-    /// secret-resolver plugin.
+    /// `onepassword`, `envfile`, `aws-secrets-manager`, `vault`, `sops`, `kubernetes`, or the
+    /// name of a secret-resolver plugin.
     #[serde(rename = "type")]
     pub kind: String,
 }
@@ -446,6 +446,7 @@ pub(crate) const PROVIDER_BLOCKS: &[&str] = &[
     "aws-secrets-manager",
     "vault",
     "sops",
+    "kubernetes",
 ];
 
 /// A manifest entry as editors see it: fixed fields plus per-type blocks. Blocks named after
@@ -503,6 +504,8 @@ pub(crate) struct ProviderSchema {
     vault: Option<serde_json::Map<String, serde_json::Value>>,
     /// Config of a `type: sops` provider (currently empty).
     sops: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Config of a `type: kubernetes` provider: `context`, `namespace`.
+    kubernetes: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// `providers[].envfile`.

@@ -20,6 +20,7 @@
 mod apply;
 mod identity;
 mod lockfile;
+mod management;
 mod plan;
 mod records;
 mod render;

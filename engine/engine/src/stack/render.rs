@@ -138,24 +138,29 @@ impl Stack {
         let lock = self.lock.clone();
         let host_settings = self.options.host.clone();
         let notices = self.notices.clone();
-        let secrets = Arc::new(ProviderSecrets::new(
-            self.config.spec.providers.clone(),
-            self.config.spec.inputs.clone(),
-            secrets::working_dir(&self.options.file),
-            self.options.host.clone(),
-            Box::new(move |host, kind| {
-                load_plugin_set(
-                    &config,
-                    &lock,
-                    &host_settings,
-                    &notices,
-                    host,
-                    &[(kind, Role::Resolver)],
-                    Resolve::Pinned,
-                )
-                .map_err(|error| error.to_string())
-            }),
-        ));
+        let secrets = Arc::new(
+            ProviderSecrets::new(
+                self.config.spec.providers.clone(),
+                self.config.spec.inputs.clone(),
+                secrets::working_dir(&self.options.file),
+                self.options.host.clone(),
+                Box::new(move |host, kind| {
+                    load_plugin_set(
+                        &config,
+                        &lock,
+                        &host_settings,
+                        &notices,
+                        host,
+                        &[(kind, Role::Resolver)],
+                        Resolve::Pinned,
+                    )
+                    .map_err(|error| error.to_string())
+                }),
+            )
+            .with_clusters(Arc::new(management::ManagementSecrets {
+                kubeconfig: self.options.connect.kubeconfig.clone(),
+            })),
+        );
         host.set_tool_secrets(secrets.clone());
         let settings = self.render_settings(Some(cluster), 0);
         let mut results = self.render_marked(&host, &plugins, manifests, &settings)?;

@@ -10,7 +10,7 @@ wasmtime::component::bindgen!({
     world: "source-plugin",
 });
 
-pub use resolver::tazuna::plugin::{age, outbound};
+pub use resolver::tazuna::plugin::{age, clusters, outbound};
 pub use tazuna::plugin::{artifacts, exec, log, render_traits, tools, types};
 
 /// The `secret-resolver-plugin` world, sharing the imports generated above so

@@ -1,7 +1,7 @@
 //! One call's store: what a plugin call holds (its WASI context, limits,
 //! mounts, tool clock and secrets), the deadline-aware waits, and the host
 //! imports a plugin calls (`log`, `exec`, `tools`, `artifacts`,
-//! `render-traits`, `outbound`, `age`).
+//! `render-traits`, `outbound`, `age`, `clusters`).
 
 use std::time::{Duration, Instant};
 
@@ -40,6 +40,8 @@ pub(super) struct CallState {
     pub(super) traits: Option<tazuna_core::render::RenderTraits>,
     /// Where a resolver's `outbound` requests may go.
     pub(super) outbound: outbound::Allowed,
+    /// How a resolver reads a cluster's Secret, where clusters are reached.
+    pub(super) cluster_secrets: Option<super::SharedClusterSecrets>,
 }
 
 /// How much of a call's tool budget is spent.
@@ -345,5 +347,30 @@ impl bindings::age::Host for CallState {
             age::AgeError::NoMatch { .. } => PluginError::CapabilityDenied(error.to_string()),
             other => PluginError::Other(other.to_string()),
         })
+    }
+}
+
+impl bindings::clusters::Host for CallState {
+    fn read_secret(
+        &mut self,
+        context: String,
+        namespace: String,
+        name: String,
+    ) -> Result<Vec<(String, Vec<u8>)>, PluginError> {
+        if self.network.offline {
+            return Err(PluginError::CapabilityDenied(format!(
+                "plugin `{}` may not read a cluster's Secret: the run is `--offline`",
+                self.plugin
+            )));
+        }
+        let ctx = clusters::Context {
+            plugin: &self.plugin,
+            builtin: self.builtin,
+            granted: self.capabilities.allows(clusters::READ_CLUSTER_SECRETS),
+            named: self.outbound.strings(),
+            clusters: self.cluster_secrets.as_ref(),
+        };
+        self.tools
+            .run(|| clusters::read_secret(&ctx, &context, &namespace, &name))
     }
 }

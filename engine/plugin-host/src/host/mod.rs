@@ -23,6 +23,7 @@ mod bindings;
 mod cache;
 mod call;
 mod capabilities;
+mod clusters;
 mod content;
 mod environment;
 mod exec;
@@ -54,6 +55,7 @@ pub use bindings::types::{
 pub use bindings::{RESOLVER_WORLD, SOURCE_WORLD};
 pub use cache::{CompileCache, Provenance};
 pub use capabilities::Capabilities;
+pub use clusters::{ClusterSecretError, ClusterSecrets, SharedClusterSecrets};
 pub use exec::{locate as locate_tool, tool_env_var};
 pub use input::{Protected, REFERENCES};
 pub use resolver::ResolverPlugin;
@@ -213,6 +215,8 @@ pub struct PluginHost {
     offline: bool,
     ticker_stop: Arc<AtomicBool>,
     tool_secrets: std::sync::OnceLock<SharedToolSecrets>,
+    /// How a resolver reads a cluster's Secret (the `clusters` import).
+    cluster_secrets: std::sync::OnceLock<SharedClusterSecrets>,
     protected: std::sync::OnceLock<Protected>,
 }
 
@@ -250,6 +254,8 @@ impl PluginHost {
             .map_err(|e| HostError::Engine(format!("{e:#}")))?;
         bindings::age::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(|e| HostError::Engine(format!("{e:#}")))?;
+        bindings::clusters::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(|e| HostError::Engine(format!("{e:#}")))?;
 
         let ticker_stop = Arc::new(AtomicBool::new(false));
         let stop = ticker_stop.clone();
@@ -276,6 +282,7 @@ impl PluginHost {
             offline: settings.offline,
             ticker_stop,
             tool_secrets: std::sync::OnceLock::new(),
+            cluster_secrets: std::sync::OnceLock::new(),
             protected: std::sync::OnceLock::new(),
         })
     }
@@ -291,6 +298,12 @@ impl PluginHost {
     /// references as they are. Only the first call takes effect.
     pub fn set_tool_secrets(&self, secrets: SharedToolSecrets) {
         let _ = self.tool_secrets.set(secrets);
+    }
+
+    /// Let secret resolvers read Secrets of clusters through `clusters`
+    /// (the `kubernetes` resolver). The first call wins.
+    pub fn set_cluster_secrets(&self, clusters: SharedClusterSecrets) {
+        let _ = self.cluster_secrets.set(clusters);
     }
 
     /// Compile (or load from cache) and pre-link a source plugin, then ask it to
@@ -582,6 +595,7 @@ impl PluginHost {
             started: Instant::now(),
             budget: self.limits.time,
             tool_secrets: self.tool_secrets.get().cloned(),
+            cluster_secrets: self.cluster_secrets.get().cloned(),
             named: Vec::new(),
             withhold: false,
             revealed: Revealed::default(),

@@ -99,6 +99,11 @@ impl Allowed {
         }
     }
 
+    /// Every string of the provider's config.
+    pub fn strings(&self) -> &[String] {
+        &self.strings
+    }
+
     /// The file `name` stands for, when the provider's config names it as it
     /// is; a plugin cannot make the host read any other file.
     fn named_file(&self, what: &str, name: &str) -> Result<PathBuf, PluginError> {

@@ -4,6 +4,7 @@
 //! `vault:<address>|<path>` asks the host to send a `GET` of `<path>` to the Vault at
 //! `<address>` with the token it logs in with (`VAULT_TOKEN`), and the answer's body is the value;
 //! `vault-jwt:<address>|<file>` asks for a Kubernetes login with the token file `<file>`;
+//! `secret:<context>|<namespace>/<name>` asks the host to read a Secret of a cluster;
 //! `age:<file>` asks the host to open `<file>` (below the provider's directory) with the user's
 //! age identities. A `caFile` in its config is the Vault's CA. It requests `net:*`, `sign:vault` and `keys:age`, so only the grants of its
 //! declaration decide what it may do.
@@ -27,6 +28,7 @@ impl SecretResolver for ProbeResolver {
             .with_capability("net:*")
             .with_capability("sign:vault")
             .with_capability("keys:age")
+            .with_capability("read:cluster-secrets")
     }
 
     fn resolve(config: &Self::Config, reference: &str) -> Result<Vec<u8>, PluginError> {
@@ -65,6 +67,12 @@ impl SecretResolver for ProbeResolver {
                 let answer =
                     outbound::send_vault(get(&format!("{address}/v1/secret/data/x")), &login)?;
                 return Ok(answer.body);
+            }
+            Some(("secret", rest)) => {
+                let (context, secret) = rest.split_once('|').unwrap_or((rest, ""));
+                let (namespace, name) = secret.split_once('/').unwrap_or(("default", secret));
+                let data = tazuna_sdk::clusters::read_secret(context, namespace, name)?;
+                return Ok(format!("{} keys", data.len()).into_bytes());
             }
             Some(("age", file)) => {
                 let bytes = std::fs::read(format!("/manifest/{file}"))

@@ -1,0 +1,59 @@
+//! Reads of a cluster Tazuna does not apply to, reached by a context of the
+//! kubeconfig (a management cluster): one Secret, for the `kubernetes` secret
+//! resolver. Only `get`; nothing is written.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+
+use crate::cluster::{ClusterError, ConnectOptions, client_for};
+
+/// Why a Secret was not read. No variant holds a value.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// It does not exist.
+    #[error("not found")]
+    NotFound,
+    /// The context's user may not get it.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The kubeconfig or the context.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// The API server did not answer.
+    #[error("the API server of context `{context}` ({server}): {source}")]
+    Api {
+        context: String,
+        server: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The data of Secret `namespace`/`name` in the cluster `options` select.
+pub async fn secret_data(
+    options: &ConnectOptions,
+    namespace: &str,
+    name: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, ReadError> {
+    let connected = client_for(options).await?;
+    let secrets: Api<Secret> = Api::namespaced(connected.client, namespace);
+    match secrets.get_opt(name).await {
+        Ok(Some(secret)) => Ok(secret
+            .data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(key, value)| (key, value.0))
+            .collect()),
+        Ok(None) => Err(ReadError::NotFound),
+        Err(kube::Error::Api(status)) if status.code == 403 || status.code == 401 => {
+            Err(ReadError::Forbidden(status.message))
+        }
+        Err(source) => Err(ReadError::Api {
+            context: connected.context,
+            server: connected.server,
+            source,
+        }),
+    }
+}
