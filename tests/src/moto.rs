@@ -124,6 +124,19 @@ impl Moto {
         self.python(&format!("{prelude}{script}"))
     }
 
+    /// Turn moto's request authentication off or back on (`/moto-api/reset-auth`). Off only
+    /// for a peer whose requests moto 5.1.4 itself checks wrongly: its S3 signature check
+    /// fails any request with a `/` in a query value (`ListObjectsV2` with `prefix=env/`, as
+    /// boto3 and OpenTofu's `s3` backend send it).
+    pub fn authentication(&self, on: bool) {
+        let count = if on { "0" } else { "inf" };
+        self.python(&format!(
+            "import urllib.request
+urllib.request.urlopen(urllib.request.Request(URL + '/moto-api/reset-auth', data=b'{count}', headers={{'Content-Type': 'text/plain'}}, method='POST')).read()
+"
+        ));
+    }
+
     /// Run `script` in the venv's Python with `boto3`, `json` and `URL` (this moto) defined.
     fn python(&self, script: &str) -> String {
         let prelude = format!("import boto3, json\nURL = '{}'\n", self.url());

@@ -103,6 +103,8 @@ pub fn run() -> ExitCode {
         }
     };
     let telemetry = settings.init_logging();
+    // `spec.inputs` kept in S3 are fetched with the AWS chain's credentials.
+    tazuna_core::inputs::set_remote_states(Box::new(tazuna_engine::host::S3States));
     if let Err(missing) = private_mounts {
         tracing::debug!("{missing}");
     }

@@ -7,9 +7,15 @@
 //! `stringData`, on the way to the cluster, and is never printed (see
 //! [`sensitive_value`]). A state that is missing, unreadable or of a format
 //! version other than 4 is an error naming the input.
+//!
+//! A state is a local file, or an object of an S3 bucket (OpenTofu's and
+//! Terraform's `s3` backend). This crate reaches no network: the CLI
+//! registers the [`RemoteStates`] that fetches S3 objects (signed by the
+//! plugin host's AWS chain), and without one an S3 input is an error.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -20,13 +26,71 @@ pub const STATE_VERSION: u64 = 4;
 /// The most bytes of a state file read.
 pub const MAX_STATE_BYTES: u64 = 64 * 1024 * 1024;
 
+/// An object of an S3 bucket, as the `s3` backend names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct S3Object {
+    pub bucket: String,
+    pub key: String,
+    /// The region; else the AWS chain's.
+    pub region: Option<String>,
+    /// The profile of the shared AWS files; else `AWS_PROFILE`, else `default`.
+    pub profile: Option<String>,
+    /// Where S3 answers, when not at AWS (a local stand-in, a VPC endpoint).
+    pub endpoint: Option<String>,
+}
+
+/// Where a state is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// A file, resolved against the declaring file's directory.
+    File(PathBuf),
+    /// An S3 object.
+    S3(S3Object),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+            Location::S3(object) => write!(f, "s3://{}/{}", object.bucket, object.key),
+        }
+    }
+}
+
+/// Why a remote state was not fetched. No variant holds a credential.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The store says it is not there.
+    #[error("the object does not exist")]
+    NotFound,
+    /// No credentials, or the store refused them.
+    #[error("{0}")]
+    Refused(String),
+    /// The store could not be reached, or answered otherwise.
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+/// Fetches states kept remotely. Registered once per process by the CLI.
+pub trait RemoteStates: Send + Sync {
+    /// The bytes of `object`, at most [`MAX_STATE_BYTES`].
+    fn fetch_s3(&self, object: &S3Object) -> Result<Vec<u8>, FetchError>;
+}
+
+static REMOTE: OnceLock<Box<dyn RemoteStates>> = OnceLock::new();
+
+/// Register the process's [`RemoteStates`]; the first call wins.
+pub fn set_remote_states(remote: Box<dyn RemoteStates>) {
+    let _ = REMOTE.set(remote);
+}
+
 /// One input of `spec.inputs`, read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Input {
     /// Its name: `.Inputs.<name>` and `ref+<name>:` use it.
     pub name: String,
-    /// The state file, resolved against the declaring file's directory.
-    pub path: PathBuf,
+    /// Where its state is kept.
+    pub location: Location,
     /// The state's `serial`, to say which state a value came from.
     pub serial: Option<u64>,
     /// The outputs, by name.
@@ -48,32 +112,44 @@ pub struct Output {
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     /// The state file is not there, or cannot be read.
-    #[error("input `{input}`: cannot read the state `{}`: {error}", path.display())]
+    #[error("input `{input}`: cannot read the state `{at}`: {error}")]
     Read {
         /// The input.
         input: String,
-        /// The state file.
-        path: PathBuf,
+        /// Where the state is.
+        at: Location,
         /// Why.
         error: std::io::Error,
     },
+    /// A remote state could not be fetched.
+    #[error("input `{input}`: cannot fetch the state `{at}`: {error}")]
+    Fetch {
+        /// The input.
+        input: String,
+        /// Where the state is.
+        at: Location,
+        /// Why.
+        error: FetchError,
+    },
     /// The file is not a state.
-    #[error("input `{input}`: `{}` is not an OpenTofu or Terraform state: {why}", path.display())]
+    #[error("input `{input}`: `{at}` is not an OpenTofu or Terraform state: {why}")]
     NotAState {
         /// The input.
         input: String,
-        /// The state file.
-        path: PathBuf,
+        /// Where the state is.
+        at: Location,
         /// What is wrong (never a value of it).
         why: String,
     },
     /// A state of another format version.
-    #[error("input `{input}`: `{}` is a state of format version {version}; Tazuna reads version {STATE_VERSION}", path.display())]
+    #[error(
+        "input `{input}`: `{at}` is a state of format version {version}; Tazuna reads version {STATE_VERSION}"
+    )]
     Version {
         /// The input.
         input: String,
-        /// The state file.
-        path: PathBuf,
+        /// Where the state is.
+        at: Location,
         /// The version it has.
         version: String,
     },
@@ -95,6 +171,13 @@ impl crate::hint::Hint for InputError {
             Self::Read { .. } => Some(
                 "run `tofu apply` (or `terraform apply`) where the state is kept, or fix `path` in `spec.inputs`; it is relative to the file that declares the input".to_owned(),
             ),
+            Self::Fetch { error: FetchError::NotFound, .. } => Some(
+                "check `bucket` and `key` against the configuration's `backend \"s3\"` block, and that `tofu apply` ran".to_owned(),
+            ),
+            Self::Fetch { error: FetchError::Refused(_), .. } => Some(
+                "check the AWS credentials the chain finds (the environment, the profile) and that they may `s3:GetObject` the key".to_owned(),
+            ),
+            Self::Fetch { .. } => None,
             Self::NotAState { .. } => Some(
                 "point `path` at a `terraform.tfstate` (or `tofu state pull > file`)".to_owned(),
             ),
@@ -109,37 +192,40 @@ impl crate::hint::Hint for InputError {
 }
 
 impl Input {
-    /// Read the state at `path` for the input `name`.
-    pub fn read(name: &str, path: &Path) -> Result<Self, InputError> {
-        let read_error = |error| InputError::Read {
-            input: name.to_owned(),
-            path: path.to_owned(),
-            error,
+    /// Read the state at `location` for the input `name`.
+    pub fn read(name: &str, location: &Location) -> Result<Self, InputError> {
+        let text = match location {
+            Location::File(path) => read_file(name, location, path)?,
+            Location::S3(object) => {
+                let fetch_error = |error| InputError::Fetch {
+                    input: name.to_owned(),
+                    at: location.clone(),
+                    error,
+                };
+                let remote = REMOTE.get().ok_or_else(|| {
+                    fetch_error(FetchError::Unreachable(
+                        "this command reaches no remote state".to_owned(),
+                    ))
+                })?;
+                let bytes = remote.fetch_s3(object).map_err(fetch_error)?;
+                if bytes.len() as u64 > MAX_STATE_BYTES {
+                    return Err(InputError::NotAState {
+                        input: name.to_owned(),
+                        at: location.clone(),
+                        why: format!("more than {} MiB", MAX_STATE_BYTES / 1024 / 1024),
+                    });
+                }
+                bytes
+            }
         };
-        let metadata = std::fs::metadata(path).map_err(read_error)?;
-        let not_a_state = |why: String| InputError::NotAState {
-            input: name.to_owned(),
-            path: path.to_owned(),
-            why,
-        };
-        if !metadata.is_file() {
-            return Err(not_a_state("not a regular file".to_owned()));
-        }
-        if metadata.len() > MAX_STATE_BYTES {
-            return Err(not_a_state(format!(
-                "more than {} MiB",
-                MAX_STATE_BYTES / 1024 / 1024
-            )));
-        }
-        let text = std::fs::read(path).map_err(read_error)?;
-        Self::parse(name, path, &text)
+        Self::parse(name, location, &text)
     }
 
     /// Read a state's text.
-    pub fn parse(name: &str, path: &Path, text: &[u8]) -> Result<Self, InputError> {
+    pub fn parse(name: &str, location: &Location, text: &[u8]) -> Result<Self, InputError> {
         let not_a_state = |why: String| InputError::NotAState {
             input: name.to_owned(),
-            path: path.to_owned(),
+            at: location.clone(),
             why,
         };
         // serde_json's message names a line and column, never the text.
@@ -151,7 +237,7 @@ impl Input {
             other => {
                 return Err(InputError::Version {
                     input: name.to_owned(),
-                    path: path.to_owned(),
+                    at: location.clone(),
                     version: other.to_string(),
                 });
             }
@@ -170,7 +256,7 @@ impl Input {
         }
         Ok(Self {
             name: name.to_owned(),
-            path: path.to_owned(),
+            location: location.clone(),
             serial: state["serial"].as_u64(),
             outputs,
             used: Vec::new(),
@@ -196,11 +282,36 @@ impl Input {
     }
 }
 
-/// The bytes of output `output` of the state at `input.path`, read again as a
+/// The bytes of a state file, sized and typed before it is read.
+fn read_file(name: &str, location: &Location, path: &Path) -> Result<Vec<u8>, InputError> {
+    let read_error = |error| InputError::Read {
+        input: name.to_owned(),
+        at: location.clone(),
+        error,
+    };
+    let metadata = std::fs::metadata(path).map_err(read_error)?;
+    let not_a_state = |why: String| InputError::NotAState {
+        input: name.to_owned(),
+        at: location.clone(),
+        why,
+    };
+    if !metadata.is_file() {
+        return Err(not_a_state("not a regular file".to_owned()));
+    }
+    if metadata.len() > MAX_STATE_BYTES {
+        return Err(not_a_state(format!(
+            "more than {} MiB",
+            MAX_STATE_BYTES / 1024 / 1024
+        )));
+    }
+    std::fs::read(path).map_err(read_error)
+}
+
+/// The bytes of output `output` of the state at `input.location`, read again as a
 /// reference is resolved (a string as it is, anything else as JSON): what
 /// the host's resolver of `ref+<input>:<output>` gives.
 pub fn sensitive_value(input: &Input, output: &str) -> Result<Vec<u8>, InputError> {
-    let fresh = Input::read(&input.name, &input.path)?;
+    let fresh = Input::read(&input.name, &input.location)?;
     let Some(found) = fresh.outputs.get(output) else {
         return Err(InputError::NoOutput {
             input: input.name.clone(),
@@ -237,6 +348,10 @@ pub fn used_in(text: &str, name: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn file(name: &str) -> Location {
+        Location::File(PathBuf::from(name))
+    }
+
     const STATE: &str = r#"{
       "version": 4, "terraform_version": "1.10.10", "serial": 7, "lineage": "x",
       "outputs": {
@@ -249,7 +364,7 @@ mod tests {
 
     #[test]
     fn outputs_are_values_and_sensitive_ones_references() {
-        let input = Input::parse("infra", Path::new("s.tfstate"), STATE.as_bytes()).unwrap();
+        let input = Input::parse("infra", &file("s.tfstate"), STATE.as_bytes()).unwrap();
         assert_eq!(input.serial, Some(7));
         let value = input.template_value();
         assert_eq!(
@@ -264,7 +379,7 @@ mod tests {
     #[test]
     fn what_is_not_a_version_4_state_is_named() {
         let parse = |text: &str| {
-            Input::parse("infra", Path::new("s.tfstate"), text.as_bytes())
+            Input::parse("infra", &file("s.tfstate"), text.as_bytes())
                 .unwrap_err()
                 .to_string()
         };
@@ -282,7 +397,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("terraform.tfstate");
         std::fs::write(&path, STATE).unwrap();
-        let input = Input::read("infra", &path).unwrap();
+        let input = Input::read("infra", &Location::File(path)).unwrap();
         assert_eq!(
             sensitive_value(&input, "db_password").unwrap(),
             b"hunter2-state-value"
@@ -293,7 +408,8 @@ mod tests {
             missing.contains("input `infra` has no output `nope`"),
             "{missing}"
         );
-        let gone = Input::read("infra", &dir.path().join("missing.tfstate")).unwrap_err();
+        let gone =
+            Input::read("infra", &Location::File(dir.path().join("missing.tfstate"))).unwrap_err();
         assert!(gone.to_string().contains("cannot read the state"));
     }
 
@@ -307,17 +423,21 @@ mod tests {
             .unwrap()
             .set_len(64 * 1024 * 1024 * 1024)
             .unwrap();
-        let error = Input::read("infra", &huge).unwrap_err().to_string();
+        let error = Input::read("infra", &Location::File(huge))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("more than 64 MiB"), "{error}");
         #[cfg(unix)]
         {
             let zero = dir.path().join("zero.tfstate");
             std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
-            let error = Input::read("infra", &zero).unwrap_err().to_string();
+            let error = Input::read("infra", &Location::File(zero))
+                .unwrap_err()
+                .to_string();
             assert!(error.contains("not a regular file"), "{error}");
         }
         let deep = format!("{{\"version\": 4, \"outputs\": {}", "[".repeat(200_000));
-        let error = Input::parse("infra", Path::new("deep.tfstate"), deep.as_bytes())
+        let error = Input::parse("infra", &file("deep.tfstate"), deep.as_bytes())
             .unwrap_err()
             .to_string();
         assert!(error.contains("not JSON"), "{error}");

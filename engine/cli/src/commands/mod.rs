@@ -93,7 +93,7 @@ pub fn open(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> 
         notices(&format!(
             "note: input `{}` (state `{}`{}): {}",
             input.name,
-            input.path.display(),
+            input.location,
             input
                 .serial
                 .map(|serial| format!(", serial {serial}"))

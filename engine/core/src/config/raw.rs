@@ -81,7 +81,26 @@ pub(crate) struct RawInput {
     #[serde(rename = "type")]
     pub kind: String,
     /// The state file (`terraform.tfstate`), relative to the file that declares the input.
-    pub path: String,
+    pub path: Option<String>,
+    /// The state in an S3 bucket, as the configuration's `backend "s3"` keeps it.
+    pub s3: Option<RawS3State>,
+}
+
+/// `spec.inputs[].s3`: where the `s3` backend keeps a state.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "S3State")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawS3State {
+    /// The bucket.
+    pub bucket: String,
+    /// The state's key (`env/prod/terraform.tfstate`; with workspaces, `env:/<workspace>/<key>`).
+    pub key: String,
+    /// The region; else the AWS chain's (`AWS_REGION`, the profile's).
+    pub region: Option<String>,
+    /// The profile of the shared AWS files; else `AWS_PROFILE`, else `default`.
+    pub profile: Option<String>,
+    /// Where S3 answers, when not at AWS (a VPC endpoint, a local stand-in).
+    pub endpoint: Option<String>,
 }
 
 /// How `context_matches` combine.

@@ -33,6 +33,7 @@ pub mod jail;
 mod mounts;
 mod outbound;
 mod resolver;
+mod s3;
 mod tool_secrets;
 mod tools;
 mod vault;
@@ -59,6 +60,7 @@ pub use clusters::{ClusterSecretError, ClusterSecrets, SharedClusterSecrets};
 pub use exec::{locate as locate_tool, tool_env_var};
 pub use input::{Protected, REFERENCES};
 pub use resolver::ResolverPlugin;
+pub use s3::S3States;
 pub use tool_secrets::{Revealed, SharedToolSecrets, ToolSecret, ToolSecrets};
 
 use bindings::{SourcePlugin as SourceBindings, SourcePluginPre};

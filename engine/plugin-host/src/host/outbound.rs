@@ -503,7 +503,7 @@ pub fn aws_region(profile: Option<&str>) -> Option<String> {
 
 /// The AWS chain's credentials for `profile`, a web identity exchanged at
 /// STS by this host.
-fn aws_credentials(
+pub(super) fn aws_credentials(
     profile: Option<&str>,
     timeout: Duration,
 ) -> Result<aws::Credentials, PluginError> {
@@ -532,7 +532,7 @@ fn aws_credentials(
 
 /// Why a request got no answer.
 #[derive(Debug, thiserror::Error)]
-enum SendError {
+pub(super) enum SendError {
     /// The client could not be made, or the request not sent or read (with
     /// its causes).
     #[error("{0}")]
@@ -584,7 +584,7 @@ fn client(ca: Option<&Path>) -> Result<reqwest::Client, SendError> {
 
 /// Send one request, no redirect followed, the body bounded; with `ca`, a
 /// PEM file of roots trusted besides the system's.
-fn http(
+pub(super) fn http(
     method: reqwest::Method,
     url: reqwest::Url,
     headers: &[(String, String)],

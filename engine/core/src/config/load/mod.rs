@@ -376,10 +376,35 @@ fn inputs_of(doc: &Document) -> Result<Vec<crate::inputs::Input>, ConfigError> {
                 ),
             ));
         }
-        let path = join_clean(&doc.dir, Path::new(&input.path));
-        let read = crate::inputs::Input::read(&input.name, &path).map_err(|error| {
+        let (location, field) = match (&input.path, input.s3) {
+            (Some(path), None) => (
+                crate::inputs::Location::File(join_clean(&doc.dir, Path::new(path))),
+                "path",
+            ),
+            (None, Some(s3)) => (
+                crate::inputs::Location::S3(crate::inputs::S3Object {
+                    bucket: s3.bucket,
+                    key: s3.key,
+                    region: s3.region,
+                    profile: s3.profile,
+                    endpoint: s3.endpoint,
+                }),
+                "s3",
+            ),
+            _ => {
+                return Err(doc.invalid(
+                    &here,
+                    format!("input `{}` names its state twice, or not at all", input.name),
+                    Some(
+                        "give an input either `path` (a local state file) or `s3` (`bucket` and `key` of the `s3` backend)"
+                            .to_owned(),
+                    ),
+                ));
+            }
+        };
+        let read = crate::inputs::Input::read(&input.name, &location).map_err(|error| {
             doc.invalid(
-                &here.key("path"),
+                &here.key(field),
                 error.to_string(),
                 crate::hint::Hint::hint(&error),
             )
