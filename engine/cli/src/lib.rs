@@ -103,8 +103,11 @@ pub fn run() -> ExitCode {
         }
     };
     let telemetry = settings.init_logging();
-    // `spec.inputs` kept in S3 are fetched with the AWS chain's credentials.
-    tazuna_core::inputs::set_remote_states(Box::new(tazuna_engine::host::S3States));
+    // `spec.inputs` kept in S3 (fetched with the AWS chain's credentials) or
+    // on a management cluster (read with its context's).
+    tazuna_core::inputs::set_remote_states(Box::new(tazuna_engine::stack::RemoteInputs {
+        kubeconfig: settings.connect.kubeconfig.clone(),
+    }));
     if let Err(missing) = private_mounts {
         tracing::debug!("{missing}");
     }

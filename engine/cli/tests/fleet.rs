@@ -635,6 +635,9 @@ subjects: [{ kind: ServiceAccount, name: tazuna, namespace: fleet }]\n",
         r#"apiVersion: tazuna.pepabo.com/v1
 kind: Tazuna
 spec:
+  inputs:
+    - name: capi
+      type: cluster-api
   environments:
     workloads:
       clusterAPI:
@@ -651,7 +654,8 @@ spec:
     - name: app
       type: manifests
       path: ./app
-      namespace: app-{{ .Cluster.Labels.region }}
+      # The Cluster object's own labels, through the `cluster-api` input.
+      namespace: app-{{ .Inputs.capi.labels.region }}
       createNamespace: true
 "#,
     );

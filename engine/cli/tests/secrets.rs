@@ -1704,6 +1704,28 @@ fn a_management_clusters_secret_is_read_with_its_contexts_own_rights_and_only_re
     );
     succeed(management.kubectl().args([
         "create",
+        "configmap",
+        "cluster-info",
+        &format!("--from-literal=namespace={ns}"),
+        "--from-literal=region=eu-west-1",
+    ]));
+    succeed(management.kubectl().args([
+        "create",
+        "role",
+        "read-info",
+        "--verb=get",
+        "--resource=configmaps",
+        "--resource-name=cluster-info",
+    ]));
+    succeed(management.kubectl().args([
+        "create",
+        "rolebinding",
+        "read-info",
+        "--role=read-info",
+        &format!("--serviceaccount={mgmt}:reader"),
+    ]));
+    succeed(management.kubectl().args([
+        "create",
         "role",
         "read-repo",
         "--verb=get",
@@ -1767,13 +1789,22 @@ fn a_management_clusters_secret_is_read_with_its_contexts_own_rights_and_only_re
         root,
         "app/secret.yaml",
         &format!(
-            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: repo\nstringData:\n  password: ref+mgmt:repo#password\n  url: ref+mgmt:{mgmt}/repo#url\n"
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: repo\nstringData:\n  password: ref+mgmt:repo#password\n  url: ref+mgmt:{mgmt}/repo#url\n  same: ref+creds:password\n"
         ),
     );
+    // Inputs from the same cluster: a ConfigMap's keys (the target namespace comes from it)
+    // and a Secret's (each sensitive).
     let config = format!(
         "apiVersion: tazuna.pepabo.com/v1
 kind: Tazuna
 spec:
+  inputs:
+    - name: platform
+      type: configmap
+      configMap: {{ context: management, namespace: {mgmt}, name: cluster-info }}
+    - name: creds
+      type: secret
+      secret: {{ context: management, namespace: {mgmt}, name: repo }}
   providers:
     - name: mgmt
       type: kubernetes
@@ -1784,7 +1815,7 @@ spec:
     - name: app
       type: manifests
       path: app/secret.yaml
-      namespace: {ns}
+      namespace: '{{{{ .Inputs.platform.namespace }}}}'
 "
     );
     write(root, "tazuna.yaml", &config);
@@ -1816,11 +1847,25 @@ spec:
         value_in(&target, "repo", "url"),
         "https://git.example.com/platform.git"
     );
-    if let Some(requests) = by_reader() {
+    assert_eq!(value_in(&target, "repo", "same"), MGMT_VALUE);
+    assert!(
+        text(&applied).contains(&format!(
+            "note: input `platform` (from `ConfigMap {mgmt}/cluster-info on context management`): `namespace`"
+        )),
+        "{}",
+        text(&applied)
+    );
+    if let Some(mut requests) = by_reader() {
+        requests.sort();
+        // The inputs are read as the file loads; the resolver reads its Secret once.
         assert_eq!(
             requests,
-            ["get secrets repo"],
-            "one read of one Secret, nothing else"
+            [
+                "get configmaps cluster-info",
+                "get secrets repo",
+                "get secrets repo"
+            ],
+            "reads, and nothing else"
         );
     }
 
@@ -1969,7 +2014,11 @@ fn a_state_in_the_s3_backend_is_fetched_signed_and_its_outputs_are_inputs() {
         !root.join("infra/terraform.tfstate").exists(),
         "the state is in S3 only"
     );
-    write(root, "chart/Chart.yaml", "apiVersion: v2\nname: binding\nversion: 0.1.0\n");
+    write(
+        root,
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: binding\nversion: 0.1.0\n",
+    );
     write(
         root,
         "chart/templates/binding.yaml",
@@ -2039,7 +2088,7 @@ spec:
     let missing = output(tazuna(secret_key).arg("plan"));
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
     assert!(
-        text(&missing).contains("input `infra`: cannot fetch the state `s3://tofu-state/env/missing/terraform.tfstate`: the object does not exist"),
+        text(&missing).contains("input `infra`: cannot read `s3://tofu-state/env/missing/terraform.tfstate`: the object does not exist"),
         "{}",
         text(&missing)
     );

@@ -39,13 +39,35 @@ pub struct S3Object {
     pub endpoint: Option<String>,
 }
 
-/// Where a state is kept.
+/// The kind of an object an input reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// Its keys are plain outputs.
+    ConfigMap,
+    /// Its keys are sensitive outputs.
+    Secret,
+}
+
+/// A ConfigMap or Secret of a cluster a context of the run's kubeconfig reaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectInput {
+    pub kind: ObjectKind,
+    pub context: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+/// Where an input's outputs come from.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Location {
-    /// A file, resolved against the declaring file's directory.
+    /// A state file, resolved against the declaring file's directory.
     File(PathBuf),
-    /// An S3 object.
+    /// A state in an S3 object.
     S3(S3Object),
+    /// A ConfigMap or Secret of a cluster.
+    Object(ObjectInput),
+    /// The Cluster API `Cluster` the run targets: its fields, when it is one.
+    ClusterApi(Option<Value>),
 }
 
 impl std::fmt::Display for Location {
@@ -53,6 +75,18 @@ impl std::fmt::Display for Location {
         match self {
             Location::File(path) => write!(f, "{}", path.display()),
             Location::S3(object) => write!(f, "s3://{}/{}", object.bucket, object.key),
+            Location::Object(object) => write!(
+                f,
+                "{} {}/{} on context {}",
+                match object.kind {
+                    ObjectKind::ConfigMap => "ConfigMap",
+                    ObjectKind::Secret => "Secret",
+                },
+                object.namespace,
+                object.name,
+                object.context
+            ),
+            Location::ClusterApi(_) => f.write_str("the target's Cluster API Cluster"),
         }
     }
 }
@@ -71,10 +105,13 @@ pub enum FetchError {
     Unreachable(String),
 }
 
-/// Fetches states kept remotely. Registered once per process by the CLI.
+/// Fetches what inputs read remotely. Registered once per process by the CLI.
 pub trait RemoteStates: Send + Sync {
     /// The bytes of `object`, at most [`MAX_STATE_BYTES`].
     fn fetch_s3(&self, object: &S3Object) -> Result<Vec<u8>, FetchError>;
+
+    /// The data of a ConfigMap or Secret, each key and its bytes.
+    fn read_object(&self, object: &ObjectInput) -> Result<BTreeMap<String, Vec<u8>>, FetchError>;
 }
 
 static REMOTE: OnceLock<Box<dyn RemoteStates>> = OnceLock::new();
@@ -99,13 +136,37 @@ pub struct Input {
     pub used: Vec<String>,
 }
 
-/// One output of a state.
-#[derive(Clone, Debug, PartialEq)]
+/// One output of an input.
+#[derive(Clone, PartialEq)]
 pub struct Output {
-    /// Whether the state marks it sensitive.
+    /// Whether it is a secret: a state marks it sensitive, or it is a
+    /// Secret's key.
     pub sensitive: bool,
     /// Its value; for a sensitive output, kept only for the host's resolver.
     value: Value,
+    /// A Secret key's bytes, kept only for the host's resolver.
+    bytes: Option<Vec<u8>>,
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("Output");
+        out.field("sensitive", &self.sensitive);
+        if !self.sensitive {
+            out.field("value", &self.value);
+        }
+        out.finish_non_exhaustive()
+    }
+}
+
+impl Output {
+    fn plain(value: Value) -> Self {
+        Self {
+            sensitive: false,
+            value,
+            bytes: None,
+        }
+    }
 }
 
 /// Why an input could not be read.
@@ -122,7 +183,7 @@ pub enum InputError {
         error: std::io::Error,
     },
     /// A remote state could not be fetched.
-    #[error("input `{input}`: cannot fetch the state `{at}`: {error}")]
+    #[error("input `{input}`: cannot read `{at}`: {error}")]
     Fetch {
         /// The input.
         input: String,
@@ -171,10 +232,30 @@ impl crate::hint::Hint for InputError {
             Self::Read { .. } => Some(
                 "run `tofu apply` (or `terraform apply`) where the state is kept, or fix `path` in `spec.inputs`; it is relative to the file that declares the input".to_owned(),
             ),
-            Self::Fetch { error: FetchError::NotFound, .. } => Some(
+            Self::Fetch {
+                at: Location::Object(_),
+                ..
+            } => Some(
+                "check the context, namespace and name, and that the context's user may `get` the object".to_owned(),
+            ),
+            Self::Fetch {
+                at: Location::ClusterApi(_),
+                ..
+            } => Some(
+                "an input of `type: cluster-api` is for an environment whose clusters come from `clusterAPI`; run with `--cluster` naming one of them".to_owned(),
+            ),
+            Self::Fetch {
+                at: Location::S3(_),
+                error: FetchError::NotFound,
+                ..
+            } => Some(
                 "check `bucket` and `key` against the configuration's `backend \"s3\"` block, and that `tofu apply` ran".to_owned(),
             ),
-            Self::Fetch { error: FetchError::Refused(_), .. } => Some(
+            Self::Fetch {
+                at: Location::S3(_),
+                error: FetchError::Refused(_),
+                ..
+            } => Some(
                 "check the AWS credentials the chain finds (the environment, the profile) and that they may `s3:GetObject` the key".to_owned(),
             ),
             Self::Fetch { .. } => None,
@@ -192,22 +273,24 @@ impl crate::hint::Hint for InputError {
 }
 
 impl Input {
-    /// Read the state at `location` for the input `name`.
+    /// Read the outputs at `location` for the input `name`.
     pub fn read(name: &str, location: &Location) -> Result<Self, InputError> {
+        let fetch_error = |error| InputError::Fetch {
+            input: name.to_owned(),
+            at: location.clone(),
+            error,
+        };
+        let remote = || {
+            REMOTE.get().ok_or_else(|| {
+                fetch_error(FetchError::Unreachable(
+                    "this command reaches no cluster or store".to_owned(),
+                ))
+            })
+        };
         let text = match location {
             Location::File(path) => read_file(name, location, path)?,
             Location::S3(object) => {
-                let fetch_error = |error| InputError::Fetch {
-                    input: name.to_owned(),
-                    at: location.clone(),
-                    error,
-                };
-                let remote = REMOTE.get().ok_or_else(|| {
-                    fetch_error(FetchError::Unreachable(
-                        "this command reaches no remote state".to_owned(),
-                    ))
-                })?;
-                let bytes = remote.fetch_s3(object).map_err(fetch_error)?;
+                let bytes = remote()?.fetch_s3(object).map_err(fetch_error)?;
                 if bytes.len() as u64 > MAX_STATE_BYTES {
                     return Err(InputError::NotAState {
                         input: name.to_owned(),
@@ -217,8 +300,55 @@ impl Input {
                 }
                 bytes
             }
+            Location::Object(object) => {
+                let data = remote()?.read_object(object).map_err(fetch_error)?;
+                let outputs = data
+                    .into_iter()
+                    .map(|(key, bytes)| {
+                        let output = match object.kind {
+                            ObjectKind::ConfigMap => Output::plain(Value::String(
+                                String::from_utf8_lossy(&bytes).into_owned(),
+                            )),
+                            ObjectKind::Secret => Output {
+                                sensitive: true,
+                                value: Value::Null,
+                                bytes: Some(bytes),
+                            },
+                        };
+                        (key, output)
+                    })
+                    .collect();
+                return Ok(Self::of(name, location, None, outputs));
+            }
+            Location::ClusterApi(fields) => {
+                let Some(Value::Object(fields)) = fields else {
+                    return Err(fetch_error(FetchError::Unreachable(
+                        "the run does not target a cluster found through Cluster API (an environment's `clusterAPI`)".to_owned(),
+                    )));
+                };
+                let outputs = fields
+                    .iter()
+                    .map(|(key, value)| (key.clone(), Output::plain(value.clone())))
+                    .collect();
+                return Ok(Self::of(name, location, None, outputs));
+            }
         };
         Self::parse(name, location, &text)
+    }
+
+    fn of(
+        name: &str,
+        location: &Location,
+        serial: Option<u64>,
+        outputs: BTreeMap<String, Output>,
+    ) -> Self {
+        Self {
+            name: name.to_owned(),
+            location: location.clone(),
+            serial,
+            outputs,
+            used: Vec::new(),
+        }
     }
 
     /// Read a state's text.
@@ -250,17 +380,12 @@ impl Input {
                     Output {
                         sensitive: output["sensitive"] == Value::Bool(true),
                         value: output["value"].clone(),
+                        bytes: None,
                     },
                 );
             }
         }
-        Ok(Self {
-            name: name.to_owned(),
-            location: location.clone(),
-            serial: state["serial"].as_u64(),
-            outputs,
-            used: Vec::new(),
-        })
+        Ok(Self::of(name, location, state["serial"].as_u64(), outputs))
     }
 
     /// `.Inputs.<name>` of the template: each output's value, a sensitive one
@@ -311,7 +436,11 @@ fn read_file(name: &str, location: &Location, path: &Path) -> Result<Vec<u8>, In
 /// reference is resolved (a string as it is, anything else as JSON): what
 /// the host's resolver of `ref+<input>:<output>` gives.
 pub fn sensitive_value(input: &Input, output: &str) -> Result<Vec<u8>, InputError> {
-    let fresh = Input::read(&input.name, &input.location)?;
+    // A Secret's key is kept from the load; a state is read again.
+    let fresh = match &input.location {
+        Location::File(_) | Location::S3(_) => Input::read(&input.name, &input.location)?,
+        Location::Object(_) | Location::ClusterApi(_) => input.clone(),
+    };
     let Some(found) = fresh.outputs.get(output) else {
         return Err(InputError::NoOutput {
             input: input.name.clone(),
@@ -319,6 +448,9 @@ pub fn sensitive_value(input: &Input, output: &str) -> Result<Vec<u8>, InputErro
             known: fresh.outputs.keys().map(|k| format!("`{k}`")).collect(),
         });
     };
+    if let Some(bytes) = &found.bytes {
+        return Ok(bytes.clone());
+    }
     Ok(match &found.value {
         Value::String(text) => text.as_bytes().to_vec(),
         other => other.to_string().into_bytes(),
@@ -441,6 +573,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("not JSON"), "{error}");
+    }
+
+    #[test]
+    fn a_cluster_api_input_gives_the_clusters_fields_and_needs_one() {
+        let fields = serde_json::json!({
+            "name": "tokyo", "namespace": "fleet",
+            "labels": {"region": "tokyo"}, "annotations": {"zone": "a"},
+            "clusterNetwork": {"pods": {"cidrBlocks": ["10.244.0.0/16"]}},
+        });
+        let input = Input::read("capi", &Location::ClusterApi(Some(fields))).unwrap();
+        let value = input.template_value();
+        assert_eq!(value["labels"]["region"], "tokyo");
+        assert_eq!(
+            value["clusterNetwork"]["pods"]["cidrBlocks"][0],
+            "10.244.0.0/16"
+        );
+        let error = Input::read("capi", &Location::ClusterApi(None)).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("not target a cluster found through Cluster API")
+        );
+        assert!(
+            crate::hint::Hint::hint(&error)
+                .unwrap()
+                .contains("clusterAPI")
+        );
     }
 
     #[test]

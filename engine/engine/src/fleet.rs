@@ -371,6 +371,7 @@ mod tests {
                 .collect::<BTreeMap<_, _>>(),
             values: serde_json::json!({}),
             identity: None,
+            cluster_api: None,
         }
     }
 

@@ -165,6 +165,13 @@ pub async fn discover(
                 labels,
                 values: environment.values.clone(),
                 identity: None,
+                cluster_api: Some(serde_json::json!({
+                    "name": cluster.metadata.name.clone().unwrap_or_default(),
+                    "namespace": namespace,
+                    "labels": cluster.metadata.labels.clone().unwrap_or_default(),
+                    "annotations": cluster.metadata.annotations.clone().unwrap_or_default(),
+                    "clusterNetwork": cluster.data.pointer("/spec/clusterNetwork").cloned().unwrap_or(serde_json::Value::Null),
+                })),
             },
             kubeconfig,
         });

@@ -90,8 +90,14 @@ pub fn open(settings: &GlobalSettings, writes: Writes) -> anyhow::Result<Stack> 
                 _ => format!("`{name}`"),
             })
             .collect();
+        let from = match input.location {
+            tazuna_core::inputs::Location::File(_) | tazuna_core::inputs::Location::S3(_) => {
+                "state"
+            }
+            _ => "from",
+        };
         notices(&format!(
-            "note: input `{}` (state `{}`{}): {}",
+            "note: input `{}` ({from} `{}`{}): {}",
             input.name,
             input.location,
             input

@@ -116,6 +116,10 @@ pub struct Target {
     pub values: serde_json::Value,
     /// The identity it is bound to: its own, else the environment's.
     pub identity: Option<Cluster>,
+    /// For a cluster found through Cluster API: its `Cluster` object's own
+    /// fields (`name`, `namespace`, `labels`, `annotations`,
+    /// `clusterNetwork`), for an input of `type: cluster-api`.
+    pub cluster_api: Option<serde_json::Value>,
 }
 
 /// How the patterns of `context_matches` combine.

@@ -77,13 +77,32 @@ pub(crate) struct RawSpec {
 pub(crate) struct RawInput {
     /// The name: `.Inputs.<name>` in the template, `ref+<name>:` for its sensitive outputs.
     pub name: String,
-    /// `opentofu-state` (or `terraform-state`, the same format).
+    /// `opentofu-state` (or `terraform-state`, the same format), `configmap`, `secret`, or
+    /// `cluster-api`.
     #[serde(rename = "type")]
     pub kind: String,
-    /// The state file (`terraform.tfstate`), relative to the file that declares the input.
+    /// A state: the file (`terraform.tfstate`), relative to the file that declares the input.
     pub path: Option<String>,
-    /// The state in an S3 bucket, as the configuration's `backend "s3"` keeps it.
+    /// A state: in an S3 bucket, as the configuration's `backend "s3"` keeps it.
     pub s3: Option<RawS3State>,
+    /// `type: configmap`: the ConfigMap whose keys are the outputs.
+    #[serde(rename = "configMap")]
+    pub config_map: Option<RawObjectInput>,
+    /// `type: secret`: the Secret whose keys are the outputs, each sensitive.
+    pub secret: Option<RawObjectInput>,
+}
+
+/// `spec.inputs[].configMap` and `.secret`: an object of a cluster a context reaches.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "ObjectInput")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawObjectInput {
+    /// The context of the run's kubeconfig that reaches the cluster (the management cluster).
+    pub context: String,
+    /// The object's namespace.
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
 }
 
 /// `spec.inputs[].s3`: where the `s3` backend keeps a state.

@@ -30,6 +30,7 @@ use lockfile::LockFile;
 use teardown::teardown_settings;
 
 pub use identity::{derived_name, git_commit, repository_identity};
+pub use management::RemoteInputs;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;

@@ -1,11 +1,11 @@
-//! States kept by the `s3` backend, fetched for `spec.inputs` (the CLI
-//! registers [`S3States`] with `tazuna_core::inputs`): one `GetObject`, signed
+//! States kept by the `s3` backend, fetched for `spec.inputs` (the engine's
+//! `RemoteInputs` calls [`S3States::fetch_s3`]): one `GetObject`, signed
 //! with the standard AWS chain like a resolver's requests, to AWS's own name
 //! for the bucket or to the `endpoint` the input names.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tazuna_core::inputs::{FetchError, MAX_STATE_BYTES, RemoteStates, S3Object};
+use tazuna_core::inputs::{FetchError, MAX_STATE_BYTES, S3Object};
 
 use super::aws;
 use super::environment::ProcessEnvironment;
@@ -41,8 +41,9 @@ fn code_of(body: &[u8]) -> String {
         .map_or_else(|| "error".to_owned(), |(code, _)| code.to_owned())
 }
 
-impl RemoteStates for S3States {
-    fn fetch_s3(&self, object: &S3Object) -> Result<Vec<u8>, FetchError> {
+impl S3States {
+    /// The bytes of `object`, at most `MAX_STATE_BYTES`.
+    pub fn fetch_s3(&self, object: &S3Object) -> Result<Vec<u8>, FetchError> {
         // The file is loaded from async code too: the request gets a thread
         // of its own, off any runtime.
         std::thread::scope(|scope| {

@@ -29,6 +29,7 @@ pub(super) fn build_environments(
             labels: labels.clone(),
             values: values.clone(),
             identity: identity.clone(),
+            cluster_api: None,
         };
         let cluster_api = match raw.cluster_api {
             None => None,
@@ -111,6 +112,7 @@ pub(super) fn build_environments(
                         labels: merged,
                         values: merge_values(values.clone(), own_values),
                         identity: cluster(entry.cluster).or_else(|| identity.clone()),
+                        cluster_api: None,
                     });
                 }
                 targets

@@ -348,7 +348,10 @@ fn first_look(
 /// `spec.inputs` of `doc`, each state read. Rendered like `spec.environments`
 /// (before the cluster and the inputs are known), so an input's `path` may
 /// use `.Environment` only.
-fn inputs_of(doc: &Document) -> Result<Vec<crate::inputs::Input>, ConfigError> {
+fn inputs_of(
+    doc: &Document,
+    target: Option<&Target>,
+) -> Result<Vec<crate::inputs::Input>, ConfigError> {
     let at = YamlPath::root().key("spec").key("inputs");
     let raw: Vec<super::raw::RawInput> =
         match doc.value.get("spec").and_then(|spec| spec.get("inputs")) {
@@ -358,13 +361,6 @@ fn inputs_of(doc: &Document) -> Result<Vec<crate::inputs::Input>, ConfigError> {
     let mut inputs: Vec<crate::inputs::Input> = Vec::with_capacity(raw.len());
     for (i, input) in raw.into_iter().enumerate() {
         let here = at.index(i);
-        if !matches!(input.kind.as_str(), "opentofu-state" | "terraform-state") {
-            return Err(doc.invalid(
-                &here.key("type"),
-                format!("input `{}` has type `{}`", input.name, input.kind),
-                Some("an input's `type` is `opentofu-state` or `terraform-state`".to_owned()),
-            ));
-        }
         let reserved = ["env", "default-op"].contains(&input.name.as_str());
         if reserved || inputs.iter().any(|other| other.name == input.name) {
             return Err(doc.invalid(
@@ -376,27 +372,90 @@ fn inputs_of(doc: &Document) -> Result<Vec<crate::inputs::Input>, ConfigError> {
                 ),
             ));
         }
-        let (location, field) = match (&input.path, input.s3) {
-            (Some(path), None) => (
-                crate::inputs::Location::File(join_clean(&doc.dir, Path::new(path))),
-                "path",
+        let object = |block: Option<super::raw::RawObjectInput>, kind| {
+            block.map(|o| crate::inputs::ObjectInput {
+                kind,
+                context: o.context,
+                namespace: o.namespace,
+                name: o.name,
+            })
+        };
+        let given = [
+            input.path.is_some(),
+            input.s3.is_some(),
+            input.config_map.is_some(),
+            input.secret.is_some(),
+        ]
+        .iter()
+        .filter(|given| **given)
+        .count();
+        let (location, field) = match input.kind.as_str() {
+            "opentofu-state" | "terraform-state" => match (&input.path, input.s3) {
+                (Some(path), None) if given == 1 => (
+                    crate::inputs::Location::File(join_clean(&doc.dir, Path::new(path))),
+                    "path",
+                ),
+                (None, Some(s3)) if given == 1 => (
+                    crate::inputs::Location::S3(crate::inputs::S3Object {
+                        bucket: s3.bucket,
+                        key: s3.key,
+                        region: s3.region,
+                        profile: s3.profile,
+                        endpoint: s3.endpoint,
+                    }),
+                    "s3",
+                ),
+                _ => {
+                    return Err(doc.invalid(
+                        &here,
+                        format!("input `{}` names its state twice, or not at all", input.name),
+                        Some(
+                            "give a state input either `path` (a local state file) or `s3` (`bucket` and `key` of the `s3` backend)"
+                                .to_owned(),
+                        ),
+                    ));
+                }
+            },
+            "configmap" | "secret" => {
+                let (block, kind, key) = if input.kind == "configmap" {
+                    (
+                        input.config_map,
+                        crate::inputs::ObjectKind::ConfigMap,
+                        "configMap",
+                    )
+                } else {
+                    (input.secret, crate::inputs::ObjectKind::Secret, "secret")
+                };
+                match object(block, kind) {
+                    Some(found) if given == 1 => (crate::inputs::Location::Object(found), key),
+                    _ => {
+                        return Err(doc.invalid(
+                            &here,
+                            format!("input `{}` of type `{}` needs `{key}` and nothing else", input.name, input.kind),
+                            Some(format!(
+                                "write `{key}: {{context: <kubeconfig context>, namespace: <namespace>, name: <name>}}`"
+                            )),
+                        ));
+                    }
+                }
+            }
+            "cluster-api" if given == 0 => (
+                crate::inputs::Location::ClusterApi(target.and_then(|t| t.cluster_api.clone())),
+                "type",
             ),
-            (None, Some(s3)) => (
-                crate::inputs::Location::S3(crate::inputs::S3Object {
-                    bucket: s3.bucket,
-                    key: s3.key,
-                    region: s3.region,
-                    profile: s3.profile,
-                    endpoint: s3.endpoint,
-                }),
-                "s3",
-            ),
-            _ => {
+            "cluster-api" => {
                 return Err(doc.invalid(
                     &here,
-                    format!("input `{}` names its state twice, or not at all", input.name),
+                    format!("input `{}` of type `cluster-api` takes no source", input.name),
+                    Some("its outputs are the Cluster API `Cluster` the run targets; remove `path`, `s3`, `configMap` and `secret`".to_owned()),
+                ));
+            }
+            other => {
+                return Err(doc.invalid(
+                    &here.key("type"),
+                    format!("input `{}` has type `{other}`", input.name),
                     Some(
-                        "give an input either `path` (a local state file) or `s3` (`bucket` and `key` of the `s3` backend)"
+                        "an input's `type` is `opentofu-state`, `terraform-state`, `configmap`, `secret` or `cluster-api`"
                             .to_owned(),
                     ),
                 ));
@@ -594,7 +653,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
             &template_data(environment.as_deref(), None, &[]),
             Keys::Optional,
         )?;
-        let mut inputs = inputs_of(&first)?;
+        let mut inputs = inputs_of(&first, target.as_ref())?;
         for input in &mut inputs {
             input.used = crate::inputs::used_in(&text, &input.name);
         }
@@ -605,7 +664,7 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
         let doc = Document::parse(path, text, &serde_json::Value::Null, Keys::Required)?;
         let (declared, _) = clusters_of(&doc, opts)?;
         let (environment, target) = select_target(path, doc.source.text(), &declared, opts)?;
-        let inputs = inputs_of(&doc)?;
+        let inputs = inputs_of(&doc, target.as_ref())?;
         (doc, environment, target, inputs)
     };
     let environment = environment.as_deref();
