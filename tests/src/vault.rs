@@ -34,7 +34,7 @@ impl Vault {
             .prefix("vault-")
             .tempdir_in(&root)?;
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let root_token = format!("hvs.root-{:016x}", rand_u64());
+        let root_token = format!("tazuna-tests-root-{:016x}", rand_u64());
         let mut command = Command::new(binary);
         command
             .args(["server", "-dev", "-dev-tls", "-dev-no-store-token"])

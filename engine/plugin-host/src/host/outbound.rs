@@ -421,9 +421,12 @@ pub fn send_vault(
                 url.set_path(&vault::preflight_of(path));
                 url.set_query(None);
                 let answer = get(url)?;
+                // The mount must hold the path as the request names it (an
+                // `auth/` mount answers with its path below `auth/`).
                 let mount = (answer.status == 200)
                     .then(|| vault::mount_of_answer(&answer.body))
                     .flatten()
+                    .filter(|mount| mount.holds(path))
                     .ok_or_else(|| {
                         denied(format!(
                             "plugin `{}` asked for `/v1/{path}`, which is on no mount the Vault names to this login ({})",
