@@ -7,6 +7,8 @@
 #     ring and aws-lc), and python3 (a chart repository server, and
 #     /usr/bin/python3 for the jail's hostile-tool probe), only when missing;
 #   - moto (PyPI, MOTO_VERSION), the AWS API of the secret-store tests, in a venv;
+#     and from the Go module proxy, Vault (`vault server -dev`, about 15 minutes to build
+#     on 2 cores), sops and age, the other stores of those tests;
 #   - the pinned Go binaries of versions.env, each built once from its module in this
 #     folder into ~/.cache/tazuna-dev/bin/<name>-<version>/ (GOMODCACHE and GOCACHE
 #     live under ~/.cache/tazuna-dev/go/ and are removed after a build, to leave the
