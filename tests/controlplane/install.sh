@@ -208,6 +208,11 @@ pin_all() {
   init_module vault github.com/hashicorp/vault "$VAULT_VERSION" github.com/hashicorp/vault
   copy_version_replaces vault github.com/hashicorp/vault "$VAULT_VERSION"
 
+  log "pinning external-secrets (github.com/external-secrets/external-secrets $EXTERNAL_SECRETS_VERSION)"
+  init_module external-secrets github.com/external-secrets/external-secrets "$EXTERNAL_SECRETS_VERSION" \
+    github.com/external-secrets/external-secrets
+  copy_version_replaces external-secrets github.com/external-secrets/external-secrets "$EXTERNAL_SECRETS_VERSION"
+
   pin_flux
 
   for dir in k8s etcd kwok helm kustomize helmfile oras otelcol opentofu age sops; do
@@ -215,8 +220,10 @@ pin_all() {
     (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy)
   done
   # Vault's tests import helpers its published sdk does not hold; -e keeps what the build needs.
-  log "go mod tidy -e in vault"
-  (cd "$HERE/vault" && nice -n 15 "$GO" mod tidy -e)
+  for dir in vault external-secrets; do
+    log "go mod tidy -e in $dir"
+    (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy -e)
+  done
   tidy_flux
 }
 
@@ -309,32 +316,36 @@ build age "$AGE_VERSION" age "" filippo.io/age/cmd/age filippo.io/age/cmd/age-ke
 build sops "$SOPS_VERSION" sops "-X github.com/getsops/sops/v3/version.Version=${SOPS_VERSION#v}" \
   github.com/getsops/sops/v3/cmd/sops
 build vault "$VAULT_VERSION" vault "" github.com/hashicorp/vault
+build external-secrets "$EXTERNAL_SECRETS_VERSION" external-secrets "" \
+  github.com/external-secrets/external-secrets
 
 build flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" flux-source "" \
   github.com/fluxcd/source-controller
 build flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" flux-kustomize "" \
   github.com/fluxcd/kustomize-controller
 
-# copy_crds NAME VERSION MODULE: the CRDs of MODULE@VERSION (config/crd/bases/) into the
-# binary's directory, which the benchmark installs before it starts the controller.
+# copy_crds NAME VERSION MODULE [SUBDIR]: the CRDs of MODULE@VERSION (SUBDIR, by default
+# config/crd/bases) into the binary's directory, which the tests install before they
+# start the controller.
 copy_crds() {
-  local dest="$BIN/$1-$2/crds" dir
+  local dest="$BIN/$1-$2/crds" dir sub="${4:-config/crd/bases}"
   [ -d "$BIN/$1-$2" ] || return 0
   [ -d "$dest" ] && return 0
   dir="$(cd "$BIN" && "$GO" mod download -json "$3@$2" \
     | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')" || true
-  if [ -z "$dir" ] || [ ! -d "$dir/config/crd/bases" ]; then
+  if [ -z "$dir" ] || [ ! -d "$dir/$sub" ]; then
     log "FAILED to get the CRDs of $3@$2"
     failed+=("$1 CRDs")
     return 0
   fi
   mkdir -p "$dest.tmp.$$"
-  cp "$dir"/config/crd/bases/*.yaml "$dest.tmp.$$/"
+  cp "$dir/$sub"/*.yaml "$dest.tmp.$$/"
   chmod -R u+w "$dest.tmp.$$"
   mv "$dest.tmp.$$" "$dest"
 }
 copy_crds flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" github.com/fluxcd/source-controller
 copy_crds flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" github.com/fluxcd/kustomize-controller
+copy_crds external-secrets "$EXTERNAL_SECRETS_VERSION" github.com/external-secrets/external-secrets config/crds/bases
 
 # Cluster API's Cluster CRD from the module zip, for the Cluster API target tests.
 copy_cluster_api_crds() {
@@ -386,7 +397,7 @@ for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_V
              "helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION" \
              "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION" \
              "opentofu $OPENTOFU_VERSION" "age $AGE_VERSION" "sops $SOPS_VERSION" \
-             "vault $VAULT_VERSION" \
+             "vault $VAULT_VERSION" "external-secrets $EXTERNAL_SECRETS_VERSION" \
              "flux-source-controller $FLUX_SOURCE_CONTROLLER_VERSION" \
              "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION"; do
   set -- $entry

@@ -2110,3 +2110,203 @@ spec:
     }
     assert!(!state_text(cluster).contains(S3_STATE_SECRET));
 }
+
+const ESO_VALUE: &str = "e2e-eso-first-value-4b2f";
+
+/// The hand-over to External Secrets Operator, as a platform team lives it. Day one: the Argo CD
+/// repository credential comes from AWS Secrets Manager (moto), resolved by Tazuna. Day two: the
+/// file adds ESO's CRDs, a `ClusterSecretStore` and `handover` on the provider; the same Secret is
+/// now applied as an `ExternalSecret`, the real ESO controller (built from the Go module proxy,
+/// run as a process: kwok runs no containers, so this process stands in for its Deployment's Pod
+/// and nothing else) takes the Secret over, and a value rotated in the store reaches the cluster
+/// without Tazuna. kubectl sees each step; Tazuna's output after the hand-over holds no value;
+/// `plan` and `state drift` stay quiet while ESO rewrites the Secret; `apply --prune` leaves it.
+#[test]
+fn a_provider_hands_its_sync_to_external_secrets_and_later_values_never_pass_through_tazuna() {
+    let Some(eso) = tazuna_tests::e2e::tool(Tool::ExternalSecrets) else {
+        return;
+    };
+    let Some(moto) = tazuna_tests::e2e::moto() else {
+        return;
+    };
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("eso-app");
+    let ns = namespace.name().to_owned();
+    let system = cluster.namespace("eso-system");
+    let store = format!("aws-{}", tazuna_tests::e2e::unique_suffix());
+    moto.aws(&format!(
+        "client('secretsmanager').create_secret(Name='argocd/repo', SecretString=json.dumps({{'url': 'https://git.example.com/platform.git', 'password': '{ESO_VALUE}'}}))\n"
+    ));
+    let (key_id, secret_key) = moto.credentials();
+    // The store's own credentials, as a platform team provisions them (IRSA in AWS).
+    succeed(system.kubectl().args([
+        "create",
+        "secret",
+        "generic",
+        "aws-creds",
+        &format!("--from-literal=id={key_id}"),
+        &format!("--from-literal=secret={secret_key}"),
+    ]));
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("eso/crds")).unwrap();
+    for entry in std::fs::read_dir(tazuna_tests::ExternalSecrets::crds(&eso)).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, root.join("eso/crds").join(path.file_name().unwrap())).unwrap();
+    }
+    write(
+        root,
+        "store/store.yaml",
+        &format!(
+            "apiVersion: external-secrets.io/v1\nkind: ClusterSecretStore\nmetadata:\n  name: {store}\nspec:\n  provider:\n    aws:\n      service: SecretsManager\n      region: us-east-1\n      auth:\n        secretRef:\n          accessKeyIDSecretRef: {{ name: aws-creds, key: id, namespace: {} }}\n          secretAccessKeySecretRef: {{ name: aws-creds, key: secret, namespace: {} }}\n",
+            system.name(),
+            system.name()
+        ),
+    );
+    write(
+        root,
+        "argocd/repo.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: platform-repo\n  labels:\n    argocd.argoproj.io/secret-type: repository\nstringData:\n  type: git\n  url: ref+aws:argocd/repo#url\n  password: ref+aws:argocd/repo#password\n",
+    );
+    let day_one = format!(
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  providers:
+    - name: aws
+      type: aws-secrets-manager
+      aws-secrets-manager:
+        region: us-east-1
+        endpoint: {}/
+  manifests:
+    - name: argocd-repo
+      type: manifests
+      path: argocd/repo.yaml
+      namespace: {ns}
+",
+        moto.url()
+    );
+    let day_two = day_one
+        .replace(
+            &format!("        endpoint: {}/\n", moto.url()),
+            &format!(
+                "        endpoint: {}/\n      handover:\n        externalSecrets:\n          store: {{ kind: ClusterSecretStore, name: {store} }}\n          refreshInterval: 2s\n",
+                moto.url()
+            ),
+        )
+        .replace(
+            "  manifests:\n",
+            "  manifests:\n    - name: eso-crds\n      type: manifests\n      path: eso/crds\n      tags: [eso-crds]\n    - name: secret-store\n      type: manifests\n      path: store/store.yaml\n      dependsOn: [eso-crds]\n",
+        )
+        .replace(
+            &format!("      path: argocd/repo.yaml\n      namespace: {ns}\n"),
+            &format!("      path: argocd/repo.yaml\n      namespace: {ns}\n      dependsOn: [secret-store]\n"),
+        );
+    let home = tempfile::tempdir().unwrap();
+    // After the hand-over Tazuna has no AWS credentials at all: it could not read a value if it
+    // tried.
+    let tazuna = || {
+        let mut command = on_cluster(cluster, root);
+        command
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env("HOME", home.path());
+        command
+    };
+
+    // Day one: Tazuna resolves the reference itself.
+    write(root, "tazuna.yaml", &day_one);
+    succeed(
+        tazuna()
+            .env("AWS_ACCESS_KEY_ID", key_id)
+            .env("AWS_SECRET_ACCESS_KEY", secret_key)
+            .arg("apply"),
+    );
+    assert_eq!(value_in(&namespace, "platform-repo", "password"), ESO_VALUE);
+
+    // Day two: ESO's CRDs first, then its controller, then the whole file.
+    write(root, "tazuna.yaml", &day_two);
+    succeed(tazuna().args(["apply", "--tags", "eso-crds"]));
+    cluster.wait_established("externalsecrets.external-secrets.io");
+    cluster.wait_established("clustersecretstores.external-secrets.io");
+    let controller = tazuna_tests::ExternalSecrets::start(
+        &eso,
+        cluster.kubeconfig(),
+        &[
+            ("AWS_SECRETSMANAGER_ENDPOINT", moto.url()),
+            ("AWS_STS_ENDPOINT", moto.url()),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let handed = succeed(tazuna().arg("apply"));
+    let said = text(&handed);
+    assert!(!said.contains(ESO_VALUE), "{said}");
+    // The ExternalSecret is Ready, and ESO owns the Secret Tazuna made on day one.
+    let ready = succeed(namespace.kubectl().args([
+        "get",
+        "externalsecret",
+        "platform-repo",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+    ]));
+    assert_eq!(
+        String::from_utf8_lossy(&ready.stdout),
+        "True",
+        "{}",
+        controller.log_tail(20)
+    );
+    let owner = succeed(namespace.kubectl().args([
+        "get",
+        "secret",
+        "platform-repo",
+        "-o",
+        "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.labels.argocd\\.argoproj\\.io/secret-type}",
+    ]));
+    assert_eq!(
+        String::from_utf8_lossy(&owner.stdout),
+        "ExternalSecret/repository"
+    );
+    assert_eq!(value_in(&namespace, "platform-repo", "password"), ESO_VALUE);
+    assert_eq!(value_in(&namespace, "platform-repo", "type"), "git");
+
+    // A value rotated in the store reaches the cluster through ESO alone.
+    moto.aws("client('secretsmanager').put_secret_value(SecretId='argocd/repo', SecretString=json.dumps({'url': 'https://git.example.com/platform.git', 'password': 'rotated-through-eso'}))\n");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while value_in(&namespace, "platform-repo", "password") != "rotated-through-eso" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ESO did not sync: {}",
+            controller.log_tail(20)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let planned = output(tazuna().args(["plan", "--detailed-exitcode"]));
+    assert_eq!(planned.status.code(), Some(0), "{}", text(&planned));
+    let drift = output(tazuna().args(["state", "drift"]));
+    assert_eq!(drift.status.code(), Some(0), "{}", text(&drift));
+    let pruned = succeed(tazuna().args(["apply", "--prune"]));
+    assert_eq!(
+        value_in(&namespace, "platform-repo", "password"),
+        "rotated-through-eso",
+        "{}",
+        text(&pruned)
+    );
+    for out in [&handed, &planned, &drift, &pruned] {
+        assert!(
+            !text(out).contains("rotated-through-eso") && !text(out).contains(ESO_VALUE),
+            "{}",
+            text(out)
+        );
+    }
+    assert!(!state_text(cluster).contains("rotated-through-eso"));
+    drop(controller);
+    succeed(
+        cluster
+            .kubectl()
+            .args(["delete", "clustersecretstore", &store]),
+    );
+}

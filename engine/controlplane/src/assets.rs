@@ -59,6 +59,9 @@ pub enum Tool {
     Sops,
     /// `vault`, run as `vault server -dev` for the `vault` resolver's tests.
     Vault,
+    /// External Secrets Operator's controller (`external-secrets`), run as a
+    /// process for the hand-over tests; its CRDs sit in `crds/` beside it.
+    ExternalSecrets,
 }
 
 impl Tool {
@@ -93,6 +96,7 @@ impl Tool {
             Tool::AgeKeygen => "age-keygen",
             Tool::Sops => "sops",
             Tool::Vault => "vault",
+            Tool::ExternalSecrets => "external-secrets",
         }
     }
 
@@ -114,6 +118,7 @@ impl Tool {
             Tool::Age | Tool::AgeKeygen => ("age", "AGE_VERSION"),
             Tool::Sops => ("sops", "SOPS_VERSION"),
             Tool::Vault => ("vault", "VAULT_VERSION"),
+            Tool::ExternalSecrets => ("external-secrets", "EXTERNAL_SECRETS_VERSION"),
         }
     }
 

@@ -50,6 +50,7 @@ pub mod diff;
 pub mod emit;
 pub mod generated;
 pub mod graph;
+pub mod handover;
 pub mod hint;
 pub mod hooks;
 pub mod inputs;

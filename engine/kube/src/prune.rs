@@ -40,6 +40,13 @@ pub enum Verdict {
     /// component or a controller made it or keeps it, and the stack only
     /// added to it. Never deleted, and the record is forgotten.
     Adopted,
+    /// Its controller is another object now (an `ownerReferences` entry
+    /// with `controller: true`, such as the ExternalSecret that took a
+    /// Secret over when its provider handed its sync to External Secrets
+    /// Operator): never deleted, and the record is forgotten. Deleting it
+    /// would race its controller, and the garbage collector removes it with
+    /// its owner.
+    Controlled,
     /// Deleted when the run's prune level is at least `needs`.
     Delete {
         /// [`Prune::Dangerous`] for what holds data, else [`Prune::On`].
@@ -89,7 +96,33 @@ pub fn verdict(
     if kept_by_control_plane(object, live) {
         return Verdict::ControlPlane;
     }
+    if controller_of(live).is_some() {
+        return Verdict::Controlled;
+    }
     unread(object, adopted_from)
+}
+
+/// The `kind/name` of `live`'s controller (its `ownerReferences` entry with
+/// `controller: true`), if it has one.
+pub fn controller_of(live: &Value) -> Option<String> {
+    live.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|owner| owner.get("controller") == Some(&Value::Bool(true)))
+        .map(|owner| {
+            format!(
+                "{}/{}",
+                owner
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                owner
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            )
+        })
 }
 
 /// The verdict for an object recorded as `adopted_from` that is not read
@@ -239,6 +272,11 @@ impl Verdict {
                  deletes it and stops tracking it"
                     .to_owned(),
             ),
+            Verdict::Controlled => Some(
+                "another object controls it now (its `ownerReferences`); Tazuna never deletes it \
+                 and stops tracking it"
+                    .to_owned(),
+            ),
             Verdict::Delete { needs } if prune >= needs => None,
             Verdict::Delete {
                 needs: Prune::Dangerous,
@@ -270,6 +308,9 @@ impl Verdict {
             Verdict::Adopted => {
                 "kept: it existed before, written by more than tools that deploy from files"
                     .to_owned()
+            }
+            Verdict::Controlled => {
+                "kept: another object controls it now (its `ownerReferences`)".to_owned()
             }
             Verdict::Delete {
                 needs: Prune::Dangerous,
@@ -454,6 +495,24 @@ pub(crate) mod tests {
         let mut live = ours("m");
         live["metadata"]["labels"] = json!({BOOTSTRAP_LABEL: "rbac-defaults"});
         assert_eq!(verdict(&role, "m", Some(&live), &[]), Verdict::ControlPlane);
+    }
+
+    #[test]
+    fn an_object_another_object_controls_is_never_pruned() {
+        let secret = object("", "Secret", Some("argocd"), "repo");
+        let mut live = ours("m");
+        live["metadata"]["ownerReferences"] = json!([
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-the-controller"},
+            {"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret", "name": "repo", "controller": true}
+        ]);
+        assert_eq!(verdict(&secret, "m", Some(&live), &[]), Verdict::Controlled);
+        assert_eq!(controller_of(&live).as_deref(), Some("ExternalSecret/repo"));
+        assert!(!Verdict::Controlled.tracked());
+        live["metadata"]["ownerReferences"][1]["controller"] = json!(false);
+        assert!(matches!(
+            verdict(&secret, "m", Some(&live), &[]),
+            Verdict::Delete { .. }
+        ));
     }
 
     #[test]

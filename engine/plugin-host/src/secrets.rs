@@ -68,11 +68,7 @@ pub fn resolve_all(
     if found.is_empty() {
         return;
     }
-    let mut by_provider: BTreeMap<&str, Vec<&Found>> = BTreeMap::new();
-    for item in &found {
-        by_provider.entry(&item.provider).or_default().push(item);
-    }
-    let mut failed: BTreeMap<usize, (String, Option<String>)> = BTreeMap::new();
+    let mut failed: BTreeMap<usize, Failure> = BTreeMap::new();
     let mut values: HashMap<(&str, &str), Vec<u8>> = HashMap::new();
     // A third-party plugin does not decide where secrets go: its references
     // resolve only with a grant, and none is resolved for a render that has
@@ -126,6 +122,13 @@ pub fn resolve_all(
                     )
                 });
             }
+        }
+    }
+    let handed = hand_over(secrets, &found, results, &mut failed);
+    let mut by_provider: BTreeMap<&str, Vec<&Found>> = BTreeMap::new();
+    for item in &found {
+        if !handed.contains(&(item.result, item.object)) {
+            by_provider.entry(&item.provider).or_default().push(item);
         }
     }
     for (provider, items) in by_provider {
@@ -206,6 +209,82 @@ pub fn resolve_all(
             hint,
         });
     }
+}
+
+/// A manifest's failure: what is wrong, and a hint.
+type Failure = (String, Option<String>);
+
+/// Secrets whose references name a provider that hands its sync to External
+/// Secrets Operator become `ExternalSecret` objects
+/// ([`tazuna_core::handover`]); none of their references is resolved. The
+/// objects handed over, by render and object index.
+fn hand_over(
+    secrets: &ProviderSecrets,
+    found: &[Found],
+    results: &mut [Result<Rendered, RenderError>],
+    failed: &mut BTreeMap<usize, Failure>,
+) -> std::collections::BTreeSet<(usize, usize)> {
+    let mut handed = std::collections::BTreeSet::new();
+    let mut by_object: BTreeMap<(usize, usize), Vec<&Found>> = BTreeMap::new();
+    for item in found {
+        if !failed.contains_key(&item.result) {
+            by_object
+                .entry((item.result, item.object))
+                .or_default()
+                .push(item);
+        }
+    }
+    for ((result, object), items) in by_object {
+        let Some((provider, handover)) = items.iter().find_map(|item| {
+            let provider = secrets.providers.iter().find(|p| p.name == item.provider)?;
+            Some((provider, provider.handover.as_ref()?))
+        }) else {
+            continue;
+        };
+        let name = object_name(results, items[0]);
+        if let Some(other) = items.iter().find(|item| item.provider != provider.name) {
+            let error = tazuna_core::handover::HandoverError::Mixed {
+                key: other.key.clone(),
+                provider: provider.name.clone(),
+                other: other.provider.clone(),
+            };
+            failed.entry(result).or_insert_with(|| {
+                (
+                    format!("{name}: {error}"),
+                    tazuna_core::hint::Hint::hint(&error),
+                )
+            });
+            continue;
+        }
+        let refs: Vec<(String, String)> = items
+            .iter()
+            .map(|item| (item.key.clone(), item.reference.clone()))
+            .collect();
+        let Ok(rendered) = &mut results[result] else {
+            continue;
+        };
+        match tazuna_core::handover::external_secret(
+            &rendered.objects[object].value,
+            &provider.name,
+            &provider.kind,
+            handover,
+            &refs,
+        ) {
+            Ok(external) => {
+                rendered.objects[object].value = external;
+                handed.insert((result, object));
+            }
+            Err(error) => {
+                failed.entry(result).or_insert_with(|| {
+                    (
+                        format!("{name}: {error}"),
+                        tazuna_core::hint::Hint::hint(&error),
+                    )
+                });
+            }
+        }
+    }
+    handed
 }
 
 fn object_name(results: &[Result<Rendered, RenderError>], item: &Found) -> String {

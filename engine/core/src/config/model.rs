@@ -211,6 +211,8 @@ pub struct Provider {
     pub config: serde_json::Value,
     /// Where the provider is declared.
     pub origin: Location,
+    /// When its sync is handed to External Secrets Operator.
+    pub handover: Option<crate::handover::Handover>,
 }
 
 /// A pinned third-party plugin from `spec.plugins`.

@@ -475,6 +475,42 @@ pub(crate) struct RawProvider {
     /// name of a secret-resolver plugin.
     #[serde(rename = "type")]
     pub kind: String,
+    /// Hand the provider's sync to External Secrets Operator: its Secrets are applied as
+    /// `ExternalSecret` objects against the store named here (`aws-secrets-manager` and
+    /// `vault` providers).
+    pub handover: Option<RawHandover>,
+}
+
+/// `providers[].handover`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "Handover")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawHandover {
+    /// External Secrets Operator takes the sync over.
+    #[serde(rename = "externalSecrets")]
+    pub external_secrets: RawExternalSecrets,
+}
+
+/// `providers[].handover.externalSecrets`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "ExternalSecretsHandover")]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct RawExternalSecrets {
+    /// The store the file declares: `{kind: ClusterSecretStore|SecretStore, name: <name>}`.
+    pub store: RawStoreRef,
+    /// How often ESO reads the store again; `1h` by default.
+    pub refresh_interval: Option<String>,
+}
+
+/// A `SecretStore` or `ClusterSecretStore`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "StoreRef")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawStoreRef {
+    /// `ClusterSecretStore` or `SecretStore`.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
 }
 
 /// Built-in provider config blocks.

@@ -369,12 +369,12 @@ pub(super) fn build_providers(
         let mut blocks = BTreeMap::new();
         for (key, value) in map {
             let name = key.as_str().unwrap_or_default();
-            if name == "name" || name == "type" {
+            if name == "name" || name == "type" || name == "handover" {
                 fixed.insert(key.clone(), value.clone());
             } else if PROVIDER_BLOCKS.contains(&name) || plugin_names.contains(name) {
                 blocks.insert(name.to_owned(), value.clone());
             } else {
-                let candidates: Vec<&str> = ["name", "type"]
+                let candidates: Vec<&str> = ["name", "type", "handover"]
                     .into_iter()
                     .chain(PROVIDER_BLOCKS.iter().copied())
                     .chain(plugin_names.iter().map(String::as_str))
@@ -463,11 +463,48 @@ pub(super) fn build_providers(
                 });
             }
         }
+        let handover = match fixed.handover {
+            None => None,
+            Some(raw) => {
+                let here = at.key("handover");
+                if !crate::handover::HANDOVER_TYPES.contains(&kind.as_str()) {
+                    return Err(doc.invalid(
+                        &here,
+                        format!("provider `{name}` of type `{kind}` cannot hand its sync to External Secrets"),
+                        Some(format!(
+                            "handover is for providers of type {}",
+                            crate::handover::HANDOVER_TYPES
+                                .iter()
+                                .map(|t| format!("`{t}`"))
+                                .collect::<Vec<_>>()
+                                .join(" and ")
+                        )),
+                    ));
+                }
+                let store = raw.external_secrets.store;
+                if !matches!(store.kind.as_str(), "SecretStore" | "ClusterSecretStore") {
+                    return Err(doc.invalid(
+                        &here.key("externalSecrets").key("store").key("kind"),
+                        format!("a store of kind `{}`", store.kind),
+                        Some("the store is a `SecretStore` or a `ClusterSecretStore`".to_owned()),
+                    ));
+                }
+                Some(crate::handover::Handover {
+                    store_kind: store.kind,
+                    store_name: store.name,
+                    refresh_interval: raw
+                        .external_secrets
+                        .refresh_interval
+                        .unwrap_or_else(|| "1h".to_owned()),
+                })
+            }
+        };
         providers.push(Provider {
             name,
             kind,
             config,
             origin: doc.value_span(&at).location,
+            handover,
         });
     }
     Ok(providers)
