@@ -340,6 +340,8 @@ copy_crds() {
   fi
   mkdir -p "$dest.tmp.$$"
   cp "$dir/$sub"/*.yaml "$dest.tmp.$$/"
+  # Only the CRDs: a kustomization beside them is no object.
+  rm -f "$dest.tmp.$$/kustomization.yaml"
   chmod -R u+w "$dest.tmp.$$"
   mv "$dest.tmp.$$" "$dest"
 }

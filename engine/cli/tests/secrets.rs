@@ -2310,3 +2310,116 @@ spec:
             .args(["delete", "clustersecretstore", &store]),
     );
 }
+
+const EXAMPLE_REPO_VALUE: &str = "e2e-example-repo-password-91c3";
+const EXAMPLE_DNS_VALUE: &str = "e2e-example-dns-key-3d57";
+
+/// `examples/secret-boundary` as shipped, against real stores: the real `tofu` writes the state,
+/// moto holds the Argo CD credential, `vault server -dev` the DNS key. `tazuna verify -e day-one`
+/// passes (Tazuna resolves both), and `tazuna verify -e day-two` passes with the real ESO
+/// controller running beside the throwaway control plane (`--controller`): the example's own
+/// tests check there that ESO owns the credential's Secret. No output holds a value.
+#[test]
+fn the_secret_boundary_example_verifies_against_real_stores() {
+    let Some(tools) = tazuna_tests::e2e::tools(&[
+        Tool::Tofu,
+        Tool::Helm,
+        Tool::ExternalSecrets,
+        Tool::Etcd,
+        Tool::KubeApiserver,
+        Tool::Kwok,
+    ]) else {
+        return;
+    };
+    let Some(moto) = tazuna_tests::e2e::moto() else {
+        return;
+    };
+    let Some(vault) = tazuna_tests::e2e::vault() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    common::copy_dir(&common::root().join("examples/secret-boundary"), root);
+    for args in [
+        &["init", "-input=false", "-no-color"][..],
+        &["apply", "-auto-approve", "-input=false", "-no-color"],
+    ] {
+        succeed(
+            Command::new(tools.path(Tool::Tofu))
+                .current_dir(root.join("infra"))
+                .env("TF_IN_AUTOMATION", "1")
+                .env("HOME", root)
+                .args(args),
+        );
+    }
+    moto.aws(&format!(
+        "client('secretsmanager').create_secret(Name='argocd/repo', SecretString=json.dumps({{'url': 'https://git.example.com/platform.git', 'password': '{EXAMPLE_REPO_VALUE}'}}))\n"
+    ));
+    vault.cli(&[
+        "kv",
+        "put",
+        "secret/cert-manager/route53",
+        "access-key-id=AKIAEXAMPLE",
+        &format!("secret-access-key={EXAMPLE_DNS_VALUE}"),
+    ]);
+    std::fs::copy(vault.ca_file(), root.join("vault-ca.pem")).unwrap();
+    let eso = tools.path(Tool::ExternalSecrets);
+    common::copy_dir(
+        &tazuna_tests::ExternalSecrets::crds(&eso),
+        &root.join("vendor/external-secrets"),
+    );
+    let file = std::fs::read_to_string(root.join("tazuna.yaml"))
+        .unwrap()
+        .replace("http://127.0.0.1:4566/", &format!("{}/", moto.url()))
+        .replace("https://127.0.0.1:8200", &vault.address());
+    std::fs::write(root.join("tazuna.yaml"), file).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let (key_id, secret_key) = moto.credentials();
+    let verify = |environment: &str, controllers: &[String]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_tazuna"));
+        command
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .env_remove("KUBECONFIG")
+            .env_remove("AWS_PROFILE")
+            .env("HOME", home.path())
+            .env("TAZUNA_TOOL_HELM", tools.path(Tool::Helm))
+            .env("AWS_ACCESS_KEY_ID", key_id)
+            .env("AWS_SECRET_ACCESS_KEY", secret_key)
+            .env("AWS_SECRETSMANAGER_ENDPOINT", moto.url())
+            .env("AWS_STS_ENDPOINT", moto.url())
+            .env("VAULT_TOKEN", vault.root_token())
+            .args(["verify", "-e", environment]);
+        for controller in controllers {
+            command.arg("--controller").arg(controller);
+        }
+        output(&mut command)
+    };
+    let day_one = verify("day-one", &[]);
+    assert!(day_one.status.success(), "{}", text(&day_one));
+    assert!(
+        text(&day_one).contains("verify: passed"),
+        "{}",
+        text(&day_one)
+    );
+    let day_two = verify(
+        "day-two",
+        &[format!("{} --metrics-addr=127.0.0.1:0", eso.display())],
+    );
+    assert!(day_two.status.success(), "{}", text(&day_two));
+    assert!(
+        text(&day_two).contains("running controller"),
+        "{}",
+        text(&day_two)
+    );
+    for out in [&day_one, &day_two] {
+        for hidden in [
+            EXAMPLE_REPO_VALUE,
+            EXAMPLE_DNS_VALUE,
+            secret_key,
+            vault.root_token(),
+        ] {
+            assert!(!text(out).contains(hidden), "{}", text(out));
+        }
+    }
+}

@@ -88,9 +88,17 @@ pub fn assess(object: &Value, load_balancers: LoadBalancers) -> Readiness {
         ("", "Service") if load_balancers == LoadBalancers::Awaited => service(object),
         ("", "Namespace") => namespace(object),
         ("", "Pod") => pod(object),
+        // External Secrets Operator writes no status until it has checked a
+        // store or synced a secret: no `Ready` condition yet is not ready.
+        (EXTERNAL_SECRETS, "ExternalSecret" | "SecretStore" | "ClusterSecretStore") => {
+            require(object, "Ready")
+        }
         _ => by_conditions(object),
     }
 }
+
+/// External Secrets Operator's API group.
+const EXTERNAL_SECRETS: &str = "external-secrets.io";
 
 /// Whether [`assess`] can ever say anything but [`Readiness::Ready`] about
 /// `object`: a kind with a rule of its own (a Service only when it is a
@@ -105,7 +113,8 @@ pub fn has_rule(object: &Value, load_balancers: LoadBalancers) -> bool {
         | ("batch", "Job")
         | ("apiextensions.k8s.io", "CustomResourceDefinition")
         | ("apiregistration.k8s.io", "APIService")
-        | ("", "PersistentVolumeClaim" | "Namespace" | "Pod") => true,
+        | ("", "PersistentVolumeClaim" | "Namespace" | "Pod")
+        | (EXTERNAL_SECRETS, "ExternalSecret" | "SecretStore" | "ClusterSecretStore") => true,
         ("", "Service") => load_balancers == LoadBalancers::Awaited && is_load_balancer(object),
         _ => false,
     };
@@ -983,6 +992,24 @@ mod tests {
             "metadata": { "name": "x" }, "spec": { "replicas": 3 }, "status": {},
         });
         assert_eq!(assess(&fake, LoadBalancers::Ignored), Readiness::Ready);
+    }
+
+    #[test]
+    fn external_secrets_objects_wait_for_their_ready_condition() {
+        let fresh = json!({
+            "apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
+            "metadata": { "name": "repo", "generation": 1 }, "spec": {},
+        });
+        assert!(has_rule(&fresh, LoadBalancers::Ignored));
+        assert!(!assess(&fresh, LoadBalancers::Ignored).is_ready());
+        let mut failing = fresh.clone();
+        failing["status"] = json!({"conditions": [{"type": "Ready", "status": "False",
+            "reason": "SecretSyncedError", "message": "could not get secret data from provider"}]});
+        let said = assess(&failing, LoadBalancers::Ignored).to_string();
+        assert!(said.contains("SecretSyncedError"), "{said}");
+        let mut ready = fresh;
+        ready["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
+        assert!(assess(&ready, LoadBalancers::Ignored).is_ready());
     }
 
     #[test]

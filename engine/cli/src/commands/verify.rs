@@ -24,9 +24,15 @@ use tazuna_engine::stack::{Access, Writes};
 /// The binaries are found like envtest's `KUBEBUILDER_ASSETS`: `--assets` or
 /// `TAZUNA_ASSETS` names one directory holding them all; otherwise the cache
 /// that `tests/controlplane/install.sh` fills (`~/.cache/tazuna-dev/bin/`).
+///
+/// kwok runs no containers, so a controller the file installs (External
+/// Secrets, cert-manager) never acts. `--controller` runs its binary as a
+/// local process against the control plane instead, as its Pod would run it:
+/// `KUBECONFIG` names the control plane, and it is started again when it
+/// exits, as a kubelet restarts a Pod that crashes until its CRDs exist.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  tazuna verify\n  tazuna verify -e production --assets /opt/k8s/bin"
+    after_help = "Examples:\n  tazuna verify\n  tazuna verify -e production --assets /opt/k8s/bin\n  tazuna verify --controller 'external-secrets --metrics-addr=127.0.0.1:0'"
 )]
 pub struct Verify {
     /// The directory holding etcd, kube-apiserver, kube-controller-manager,
@@ -37,6 +43,12 @@ pub struct Verify {
     /// Fake nodes to start.
     #[arg(long, value_name = "N", default_value_t = 2)]
     nodes: usize,
+
+    /// A controller to run against the control plane while it is up: a
+    /// program and its arguments, split at spaces (no shell), with
+    /// `KUBECONFIG` set; restarted when it exits. Repeat for more.
+    #[arg(long = "controller", value_name = "COMMAND")]
+    controllers: Vec<String>,
 }
 
 impl Verify {
@@ -75,6 +87,14 @@ impl Verify {
         let mut target = settings.clone();
         target.connect.kubeconfig = Some(cluster.kubeconfig().to_owned());
         target.connect.context = Some(cluster.context().to_owned());
+        let mut running = Vec::new();
+        for command in &self.controllers {
+            running.push(Controller::start(
+                command,
+                cluster.kubeconfig(),
+                &cluster.log_dir(),
+            )?);
+        }
         let outcome =
             super::runtime()?.block_on(Apply::defaults().execute(&target, Access::Throwaway));
         let passed = matches!(outcome, Ok(ExitCode::SUCCESS));
@@ -82,6 +102,15 @@ impl Verify {
             && error.downcast_ref::<Reported>().is_none()
         {
             crate::failure::report(error, settings.stderr_color);
+        }
+        for mut controller in running {
+            let said = controller.stop();
+            if !passed {
+                eprintln!(
+                    "verify: the last lines of controller `{}`:\n{said}",
+                    controller_name(&controller.command)
+                );
+            }
         }
         drop(cluster);
         eprintln!("verify: control plane removed");
@@ -92,5 +121,153 @@ impl Verify {
             eprintln!("verify: failed");
             Err(Reported.into())
         }
+    }
+}
+
+/// The program of a `--controller` command, for messages.
+fn controller_name(command: &str) -> &str {
+    command.split_whitespace().next().unwrap_or(command)
+}
+
+/// A `--controller`: its program, kept running until [`Controller::stop`].
+struct Controller {
+    command: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    child: std::sync::Arc<std::sync::Mutex<Option<std::process::Child>>>,
+    supervisor: Option<std::thread::JoinHandle<()>>,
+    log: PathBuf,
+}
+
+impl Controller {
+    /// Start `command` against the control plane of `kubeconfig`, its output
+    /// to a log in `log_dir`, restarted a second after each exit.
+    fn start(
+        command: &str,
+        kubeconfig: &std::path::Path,
+        log_dir: &std::path::Path,
+    ) -> anyhow::Result<Self> {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{Arc, Mutex};
+        let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+        let Some(program) = words.first().cloned() else {
+            return Err(crate::failure::advised(
+                "`--controller` names no program".to_owned(),
+                "give the controller's binary and its arguments: `--controller 'external-secrets --metrics-addr=127.0.0.1:0'`",
+            ));
+        };
+        let index = log_dir.read_dir().map_or(0, |d| d.count());
+        let log = log_dir.join(format!(
+            "controller-{index}-{}.log",
+            controller_name(command)
+                .rsplit('/')
+                .next()
+                .unwrap_or("controller")
+        ));
+        let open_log = || {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&log)
+        };
+        // Fail now, by name, for a program that cannot start at all.
+        let first = std::process::Command::new(&program)
+            .args(&words[1..])
+            .env("KUBECONFIG", kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .stdout(open_log()?)
+            .stderr(open_log()?)
+            .spawn()
+            .map_err(|error| {
+                crate::failure::advised(
+                    format!("cannot start controller `{program}`: {error}"),
+                    "name a program on `PATH`, or give its path",
+                )
+            })?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let child = Arc::new(Mutex::new(Some(first)));
+        let supervisor = {
+            let (stop, child, kubeconfig, log) = (
+                stop.clone(),
+                child.clone(),
+                kubeconfig.to_owned(),
+                log.clone(),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    let mut slot = child
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let exited = match slot.as_mut() {
+                        Some(running) => matches!(running.try_wait(), Ok(Some(_)) | Err(_)),
+                        None => true,
+                    };
+                    if exited && !stop.load(Ordering::Relaxed) {
+                        drop(slot);
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                        if stop.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        let open = || {
+                            std::fs::OpenOptions::new()
+                                .create(true)
+                                .append(true)
+                                .open(&log)
+                        };
+                        let (Ok(out), Ok(err)) = (open(), open()) else {
+                            continue;
+                        };
+                        let started = std::process::Command::new(&program)
+                            .args(&words[1..])
+                            .env("KUBECONFIG", &kubeconfig)
+                            .stdin(std::process::Stdio::null())
+                            .stdout(out)
+                            .stderr(err)
+                            .spawn()
+                            .ok();
+                        *child
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner) = started;
+                    }
+                }
+            })
+        };
+        eprintln!(
+            "verify: running controller `{}` (log {})",
+            controller_name(command),
+            log.display()
+        );
+        Ok(Self {
+            command: command.to_owned(),
+            stop,
+            child,
+            supervisor: Some(supervisor),
+            log,
+        })
+    }
+
+    /// Stop it for good; the last lines of its log.
+    fn stop(&mut self) -> String {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // No restart after this: the supervisor ends first.
+        if let Some(supervisor) = self.supervisor.take() {
+            let _ = supervisor.join();
+        }
+        if let Some(mut child) = self
+            .child
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        tazuna_controlplane::process::tail(&self.log, 20)
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.stop();
     }
 }
