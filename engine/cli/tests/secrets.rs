@@ -2383,6 +2383,8 @@ fn the_secret_boundary_example_verifies_against_real_stores() {
             .env_remove("KUBECONFIG")
             .env_remove("AWS_PROFILE")
             .env("HOME", home.path())
+            // The control plane's binaries, where install.sh put them.
+            .env("TAZUNA_DEV_CACHE", tazuna_tests::assets::cache_dir())
             .env("TAZUNA_TOOL_HELM", tools.path(Tool::Helm))
             .env("AWS_ACCESS_KEY_ID", key_id)
             .env("AWS_SECRET_ACCESS_KEY", secret_key)
@@ -2408,7 +2410,9 @@ fn the_secret_boundary_example_verifies_against_real_stores() {
     );
     assert!(day_two.status.success(), "{}", text(&day_two));
     assert!(
-        text(&day_two).contains("running controller"),
+        text(&day_two).contains("running controller")
+            && text(&day_two).contains("verify: passed")
+            && text(&day_two).contains("ExternalSecret"),
         "{}",
         text(&day_two)
     );
