@@ -46,7 +46,7 @@ const VENDORED_GOTMPL: [(&str, &str); 1] = [(
 
 /// The SDK's files besides its manifest, as `cargo package -p tazuna-sdk` packages them (a test
 /// checks that every file of `sdk/src` is here).
-const VENDORED_SDK: [(&str, &str); 14] = [
+const VENDORED_SDK: [(&str, &str); 16] = [
     ("README.md", include_str!("../../../../sdk/README.md")),
     (
         "wit/plugin.wit",
@@ -54,9 +54,14 @@ const VENDORED_SDK: [(&str, &str); 14] = [
         // symlinks (Git for Windows' default) has a text file there.
         include_str!("../../../../wit/plugin.wit"),
     ),
+    ("src/age.rs", include_str!("../../../../sdk/src/age.rs")),
     (
         "src/artifacts.rs",
         include_str!("../../../../sdk/src/artifacts.rs"),
+    ),
+    (
+        "src/clusters.rs",
+        include_str!("../../../../sdk/src/clusters.rs"),
     ),
     (
         "src/config.rs",
