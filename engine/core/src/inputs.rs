@@ -214,6 +214,17 @@ pub enum InputError {
         /// The version it has.
         version: String,
     },
+    /// A plain output the file uses holds text that could change the file's
+    /// structure, or a secret reference.
+    #[error("input `{input}`: output `{output}` {why}, and cannot fill a value of the file")]
+    NotInert {
+        /// The input.
+        input: String,
+        /// The output.
+        output: String,
+        /// What it holds that is not allowed (never the text itself).
+        why: String,
+    },
     /// A reference to an output the state lacks.
     #[error("input `{input}` has no output `{output}` (it has {})", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
     NoOutput {
@@ -265,6 +276,9 @@ impl crate::hint::Hint for InputError {
             Self::Version { .. } => Some(
                 "write the state with Terraform 0.12 or later, or any OpenTofu".to_owned(),
             ),
+            Self::NotInert { input, output, .. } => Some(format!(
+                "an input's plain string may hold only letters, digits and `{INERT_PUNCTUATION}`, starting with a letter, a digit or one of `/._`: it is pasted into the file's text, so anything else could change the file. Mark the output sensitive and use `ref+{input}:{output}` in a Secret, or change the output"
+            )),
             Self::NoOutput { .. } => Some(
                 "declare the output in the configuration and run `tofu apply`, or fix the name".to_owned(),
             ),
@@ -368,7 +382,11 @@ impl Input {
                 return Err(InputError::Version {
                     input: name.to_owned(),
                     at: location.clone(),
-                    version: other.to_string(),
+                    // A state's text is not echoed: only a number is.
+                    version: match other {
+                        Value::Number(n) => n.to_string(),
+                        _ => "(not a number)".to_owned(),
+                    },
                 });
             }
         }
@@ -388,22 +406,113 @@ impl Input {
         Ok(Self::of(name, location, state["serial"].as_u64(), outputs))
     }
 
+    /// The outputs the template may not use, and why: a plain string output
+    /// (or an output name) that is not inert ([`inert`]) or reads as a
+    /// secret reference. Whoever controls a state, a bucket, a ConfigMap or a
+    /// Cluster must not be able to add a manifest, a plugin or a reference to
+    /// the file. Inside a list or map output, such strings are left out
+    /// ([`sanitized`]).
+    pub fn unusable(&self) -> Vec<(String, String)> {
+        self.outputs
+            .iter()
+            .filter(|(_, output)| !output.sensitive)
+            .filter_map(|(key, output)| {
+                let why = not_inert(key)
+                    .map(|_| "has a name that could change the file".to_owned())
+                    .or_else(|| match &output.value {
+                        Value::String(text) => not_inert(text),
+                        _ => None,
+                    });
+                why.map(|why| (key.clone(), why))
+            })
+            .collect()
+    }
+
+    /// The error for output `output` if the template may not use it.
+    pub fn check_usable(&self, output: &str) -> Result<(), InputError> {
+        match self.unusable().into_iter().find(|(key, _)| key == output) {
+            Some((key, why)) => Err(InputError::NotInert {
+                input: self.name.clone(),
+                output: key,
+                why,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// `.Inputs.<name>` of the template: each output's value, a sensitive one
-    /// as the reference `ref+<name>:<output>`.
+    /// as the reference `ref+<name>:<output>`; an unusable one
+    /// ([`Input::unusable`]) is left out.
     pub fn template_value(&self) -> Value {
+        let unusable = self.unusable();
         Value::Object(
             self.outputs
                 .iter()
+                .filter(|(key, _)| !unusable.iter().any(|(bad, _)| bad == *key))
                 .map(|(key, output)| {
                     let value = if output.sensitive {
                         Value::String(format!("ref+{}:{key}", self.name))
                     } else {
-                        output.value.clone()
+                        sanitized(&output.value).unwrap_or(Value::Null)
                     };
                     (key.clone(), value)
                 })
                 .collect(),
         )
+    }
+}
+
+/// The punctuation an inert string may hold besides letters and digits.
+pub const INERT_PUNCTUATION: &str = "-._~/:@=+%";
+
+/// Whether `text` may be pasted anywhere in the file's YAML text (a plain,
+/// single- or double-quoted scalar) and change nothing of its structure: an
+/// allow-list of characters (an ARN, a URL's host and path, a CIDR, a name,
+/// base64), starting with a letter, a digit or one of `/._`, not ending with
+/// `:`.
+pub fn inert(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || INERT_PUNCTUATION.as_bytes().contains(&b))
+        && text
+            .bytes()
+            .next()
+            .is_none_or(|b| b.is_ascii_alphanumeric() || b"/._".contains(&b))
+        && !text.ends_with(':')
+}
+
+/// Why the string `text` may not fill the file, if it may not.
+fn not_inert(text: &str) -> Option<String> {
+    if text.contains("ref+") {
+        Some("holds a secret reference (`ref+`)".to_owned())
+    } else if !inert(text) {
+        Some(
+            "holds a space, a line break, a quote or another character that could change the file"
+                .to_owned(),
+        )
+    } else {
+        None
+    }
+}
+
+/// `value` with what may not fill the file taken out, at any depth: a map
+/// entry whose key or string is not [`inert`] is left out, a list item
+/// becomes `null`. `None` when `value` itself is such a string.
+fn sanitized(value: &Value) -> Option<Value> {
+    match value {
+        Value::String(text) => not_inert(text).is_none().then(|| value.clone()),
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .map(|item| sanitized(item).unwrap_or(Value::Null))
+                .collect(),
+        )),
+        Value::Object(map) => Some(Value::Object(
+            map.iter()
+                .filter(|(key, _)| not_inert(key).is_none())
+                .filter_map(|(key, item)| Some((key.clone(), sanitized(item)?)))
+                .collect(),
+        )),
+        other => Some(other.clone()),
     }
 }
 
@@ -600,6 +709,56 @@ mod tests {
                 .unwrap()
                 .contains("clusterAPI")
         );
+    }
+
+    /// A state, a bucket or a ConfigMap controlled by someone else fills
+    /// values only: text that could add a manifest or a plugin to the file,
+    /// or a reference to a secret, is not available to the template.
+    #[test]
+    fn an_output_that_could_change_the_file_or_name_a_secret_is_not_usable() {
+        let state = r#"{"version": 4, "outputs": {
+            "arn": {"value": "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/web/abc"},
+            "url": {"value": "https://git.example.com/platform.git"},
+            "cidr": {"value": "10.0.0.0/16"},
+            "count": {"value": 3},
+            "ns": {"value": "default'\n      tags: [injected]\n    - name: evil"},
+            "quote": {"value": "a\"b"},
+            "space": {"value": "a b"},
+            "colon": {"value": "evil:"},
+            "dash": {"value": "-x"},
+            "ref": {"value": "ref+env:CI_TOKEN"},
+            "nested": {"value": {"ok": ["a", "b"], "bad": ["x\ny"]}},
+            "badkey": {"value": {"a b": "x", "tazuna.io/fleet": "web"}},
+            "secret": {"value": "any text 'at all'\n", "sensitive": true}
+        }}"#;
+        let input = Input::parse("infra", &file("s.tfstate"), state.as_bytes()).unwrap();
+        let mut unusable: Vec<String> = input.unusable().into_iter().map(|(k, _)| k).collect();
+        unusable.sort();
+        assert_eq!(unusable, ["colon", "dash", "ns", "quote", "ref", "space"]);
+        let value = input.template_value();
+        assert!(value["ns"].is_null() && value["arn"].is_string() && value["count"] == 3);
+        // Inside lists and maps, what could change the file is taken out.
+        assert_eq!(
+            value["nested"],
+            serde_json::json!({"ok": ["a", "b"], "bad": [null]})
+        );
+        assert_eq!(
+            value["badkey"],
+            serde_json::json!({"tazuna.io/fleet": "web"})
+        );
+        assert_eq!(value["secret"], "ref+infra:secret");
+        let error = input.check_usable("ns").unwrap_err();
+        let said = error.to_string();
+        assert!(
+            said.contains("output `ns`") && !said.contains("injected"),
+            "{said}"
+        );
+        assert!(
+            crate::hint::Hint::hint(&error)
+                .unwrap()
+                .contains("ref+infra:ns")
+        );
+        assert!(input.check_usable("url").is_ok());
     }
 
     #[test]

@@ -124,6 +124,27 @@ impl Verify {
     }
 }
 
+/// `command` in a process group of its own (on Unix), so that stopping it
+/// stops what it started too.
+fn own_group(command: &mut std::process::Command) -> &mut std::process::Command {
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(command, 0);
+    command
+}
+
+/// Stop `child` and, on Unix, every process of its group.
+fn stop_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Some(group) = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The program of a `--controller` command, for messages.
 fn controller_name(command: &str) -> &str {
     command.split_whitespace().next().unwrap_or(command)
@@ -170,7 +191,7 @@ impl Controller {
                 .open(&log)
         };
         // Fail now, by name, for a program that cannot start at all.
-        let first = std::process::Command::new(&program)
+        let first = own_group(&mut std::process::Command::new(&program))
             .args(&words[1..])
             .env("KUBECONFIG", kubeconfig)
             .stdin(std::process::Stdio::null())
@@ -203,6 +224,10 @@ impl Controller {
                         None => true,
                     };
                     if exited && !stop.load(Ordering::Relaxed) {
+                        // What the last one started goes with it.
+                        if let Some(mut old) = slot.take() {
+                            stop_group(&mut old);
+                        }
                         drop(slot);
                         std::thread::sleep(std::time::Duration::from_secs(1));
                         if stop.load(Ordering::Relaxed) {
@@ -217,7 +242,7 @@ impl Controller {
                         let (Ok(out), Ok(err)) = (open(), open()) else {
                             continue;
                         };
-                        let started = std::process::Command::new(&program)
+                        let started = own_group(&mut std::process::Command::new(&program))
                             .args(&words[1..])
                             .env("KUBECONFIG", &kubeconfig)
                             .stdin(std::process::Stdio::null())
@@ -259,8 +284,7 @@ impl Controller {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take()
         {
-            let _ = child.kill();
-            let _ = child.wait();
+            stop_group(&mut child);
         }
         tazuna_controlplane::process::tail(&self.log, 20)
     }
@@ -269,5 +293,65 @@ impl Controller {
 impl Drop for Controller {
     fn drop(&mut self) {
         let _ = self.stop();
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    /// A controller that starts processes of its own leaves none behind.
+    #[test]
+    fn a_controller_is_stopped_with_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("controller.sh");
+        let pid_file = dir.path().join("child.pid");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nsleep 300 &\necho $! > {}\nwait\n",
+                pid_file.display()
+            ),
+        )
+        .unwrap();
+        let mut permissions = std::fs::metadata(&script).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&script, permissions).unwrap();
+        let mut controller = Controller::start(
+            &script.display().to_string(),
+            &dir.path().join("kubeconfig"),
+            dir.path(),
+        )
+        .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let child = loop {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse::<u32>().ok())
+            {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the controller did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert!(Path::new(&format!("/proc/{child}")).exists());
+        controller.stop();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while Path::new(&format!("/proc/{child}/stat")).exists()
+            && !std::fs::read_to_string(format!("/proc/{child}/stat"))
+                .unwrap_or_default()
+                .contains(") Z ")
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a process it started outlived it"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }

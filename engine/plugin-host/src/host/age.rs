@@ -117,14 +117,8 @@ pub fn identities(env: &dyn Environment) -> Result<Vec<Identity>, AgeError> {
         Some(file) => (PathBuf::from(file), true),
         None => (default.clone(), false),
     };
-    let text = match std::fs::read(&file) {
-        Ok(bytes) if bytes.len() <= MAX_PLAINTEXT => String::from_utf8_lossy(&bytes).into_owned(),
-        Ok(_) => {
-            return Err(AgeError::Identities {
-                where_: file.display().to_string(),
-                why: format!("more than {MAX_PLAINTEXT} bytes"),
-            });
-        }
+    let text = match super::environment::read_credential(&file) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(error) if !named && error.kind() == std::io::ErrorKind::NotFound => {
             return Err(AgeError::NoIdentity { default });
         }

@@ -12,7 +12,7 @@
 //! `AWS_ENDPOINT_URL` when set). Nothing here logs a key or a token.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, Mac};
 
@@ -67,7 +67,8 @@ fn home_file(env: &dyn Environment, variable: &str, name: &str) -> Option<PathBu
 
 /// The keys of `[section]` in an INI file such as `~/.aws/credentials`.
 fn ini_section(path: Option<PathBuf>, section: &str) -> HashMap<String, String> {
-    let Some(text) = path.and_then(|path| std::fs::read_to_string(path).ok()) else {
+    let Some(text) = path.and_then(|path| super::environment::read_credential_text(&path).ok())
+    else {
         return HashMap::new();
     };
     let mut current = String::new();
@@ -155,7 +156,7 @@ pub fn credentials(
         .var("AWS_ROLE_ARN")
         .or_else(|| keys.get("role_arn").cloned());
     if let (Some(token_file), Some(role)) = (token_file, role) {
-        let token = std::fs::read_to_string(&token_file)
+        let token = super::environment::read_credential_text(Path::new(&token_file))
             .map_err(|error| CredentialsError::WebIdentity(format!("`{token_file}`: {error}")))?;
         let region = region(env, Some(&profile)).unwrap_or_else(|| "us-east-1".to_owned());
         let endpoint = env

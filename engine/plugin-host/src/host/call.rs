@@ -363,11 +363,13 @@ impl bindings::clusters::Host for CallState {
                 self.plugin
             )));
         }
+        let allowed = &self.outbound;
+        let named = |context: &str| allowed.config_says(outbound::fields::CONTEXT, context);
         let ctx = clusters::Context {
             plugin: &self.plugin,
             builtin: self.builtin,
             granted: self.capabilities.allows(clusters::READ_CLUSTER_SECRETS),
-            named: self.outbound.strings(),
+            named: &named,
             clusters: self.cluster_secrets.as_ref(),
         };
         self.tools

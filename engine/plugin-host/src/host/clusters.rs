@@ -3,8 +3,8 @@
 //!
 //! The plugin host has no Kubernetes client; the engine hands it a
 //! [`ClusterSecrets`] that reads with the context's own credentials. The host
-//! decides what may be read: only a context the provider's config names as
-//! it is, only `get` of one Secret, and for a third-party resolver only with
+//! decides what may be read: only the context the provider's config names
+//! in its `context` field, only `get` of one Secret, and for a third-party resolver only with
 //! the grant [`READ_CLUSTER_SECRETS`].
 
 use std::collections::BTreeMap;
@@ -60,8 +60,8 @@ pub struct Context<'a> {
     pub plugin: &'a str,
     pub builtin: bool,
     pub granted: bool,
-    /// Every string of the provider's config.
-    pub named: &'a [String],
+    /// Whether the provider's config names this context (its `context`).
+    pub named: &'a dyn Fn(&str) -> bool,
     pub clusters: Option<&'a SharedClusterSecrets>,
 }
 
@@ -78,9 +78,9 @@ pub fn read_secret(
             ctx.plugin
         )));
     }
-    if !ctx.named.iter().any(|text| text == context) {
+    if !(ctx.named)(context) {
         return Err(PluginError::CapabilityDenied(format!(
-            "plugin `{}` asked for the context `{context}`, which the provider's config does not name",
+            "plugin `{}` asked for the context `{context}`, which is not the provider's `context`",
             ctx.plugin
         )));
     }

@@ -64,28 +64,29 @@ pub struct Allowed {
     sign_aws: bool,
     /// Whether [`SIGN_VAULT`] is in effect.
     sign_vault: bool,
-    /// Every string of the provider's config: a file the host reads for a
-    /// login (a CA, a secret id, a token) must be one of them.
-    strings: Vec<String>,
+    /// The provider's config: what the host reads or reaches for a login
+    /// (the Vault's address, a CA, a secret id, a token file, a context) is
+    /// the value of its one field ([`fields`]), never any other string.
+    config: serde_json::Value,
     /// The directory of the file that declares the provider, which a
     /// relative file name is read from.
     base: PathBuf,
 }
 
 impl Allowed {
-    /// The allow-list of a call with this provider's config strings (its
-    /// URLs are reached only by a built-in) and these capabilities.
+    /// The allow-list of a call with this provider's config (its URLs are
+    /// reached only by a built-in) and these capabilities.
     pub fn new(
-        config_strings: &[String],
+        config: &serde_json::Value,
         capabilities: &Capabilities,
         builtin: bool,
         base: &Path,
     ) -> Self {
         Self {
-            named: config_strings
-                .iter()
+            named: crate::config_strings::strings_in(config)
+                .into_iter()
                 .filter(|_| builtin)
-                .filter_map(|text| endpoint_of_url(text))
+                .filter_map(endpoint_of_url)
                 .collect(),
             granted: capabilities
                 .iter()
@@ -94,22 +95,27 @@ impl Allowed {
                 .collect(),
             sign_aws: capabilities.allows(SIGN_AWS),
             sign_vault: builtin || capabilities.allows(SIGN_VAULT),
-            strings: config_strings.to_vec(),
+            config: config.clone(),
             base: base.to_owned(),
         }
     }
 
-    /// Every string of the provider's config.
-    pub fn strings(&self) -> &[String] {
-        &self.strings
+    /// Whether `value` is what the provider's config holds at `field` (a
+    /// JSON pointer of [`fields`]).
+    pub fn config_says(&self, field: &str, value: &str) -> bool {
+        self.config
+            .pointer(field)
+            .and_then(serde_json::Value::as_str)
+            == Some(value)
     }
 
-    /// The file `name` stands for, when the provider's config names it as it
-    /// is; a plugin cannot make the host read any other file.
-    fn named_file(&self, what: &str, name: &str) -> Result<PathBuf, PluginError> {
-        if !self.strings.iter().any(|text| text == name) {
+    /// The file `name` stands for, when the provider's config holds it at
+    /// `field`; a plugin cannot make the host read any other file.
+    fn named_file(&self, what: &str, field: &str, name: &str) -> Result<PathBuf, PluginError> {
+        if !self.config_says(field, name) {
             return Err(denied(format!(
-                "the {what} `{name}` is not named in the provider's config; the host reads only the files the config names"
+                "the {what} `{name}` is not the provider's `{}`; the host reads only the file the config names there",
+                field.trim_start_matches('/').replace('/', ".")
             )));
         }
         Ok(self.base.join(name))
@@ -294,8 +300,23 @@ pub fn send(ctx: &Context<'_>, request: Request) -> Result<Response, PluginError
         .map_err(|error| PluginError::Network(format!("`{host}:{port}`: {error}")))
 }
 
-/// A Vault login as the host reads it: the files it names checked against
-/// the provider's config.
+/// The fields of a provider's config the host reads for a login: the one
+/// place each is named, for the built-ins and a third-party resolver alike.
+pub mod fields {
+    /// The Vault's address.
+    pub const ADDRESS: &str = "/address";
+    /// A PEM file of the CA of the Vault's certificate.
+    pub const CA_FILE: &str = "/caFile";
+    /// AppRole's secret id file.
+    pub const SECRET_ID_FILE: &str = "/auth/secretIdFile";
+    /// Kubernetes auth's service account token file.
+    pub const JWT_FILE: &str = "/auth/jwtFile";
+    /// The kubeconfig context of the `clusters` import.
+    pub const CONTEXT: &str = "/context";
+}
+
+/// A Vault login as the host reads it: its address and files checked
+/// against the provider's config.
 struct Login {
     address: reqwest::Url,
     namespace: Option<String>,
@@ -305,30 +326,53 @@ struct Login {
 
 fn login_of(ctx: &Context<'_>, login: VaultLogin) -> Result<Login, PluginError> {
     let allowed = ctx.allowed;
-    let file = |what: &str, name: Option<String>| {
-        name.map(|name| allowed.named_file(what, &name)).transpose()
+    let file = |what: &str, field: &str, name: Option<String>| {
+        name.map(|name| allowed.named_file(what, field, &name))
+            .transpose()
     };
+    // The token goes only to the Vault the user named.
     let address = reqwest::Url::parse(&login.address).map_err(|error| {
         PluginError::Other(format!("the Vault address `{}`: {error}", login.address))
     })?;
+    let named = allowed
+        .config
+        .pointer(fields::ADDRESS)
+        .and_then(serde_json::Value::as_str)
+        .and_then(|text| reqwest::Url::parse(text.trim_end_matches('/')).ok());
+    let same = |a: &reqwest::Url, b: &reqwest::Url| {
+        a.scheme() == b.scheme()
+            && a.host_str().map(str::to_ascii_lowercase)
+                == b.host_str().map(str::to_ascii_lowercase)
+            && a.port_or_known_default() == b.port_or_known_default()
+    };
+    if !named.as_ref().is_some_and(|named| same(named, &address)) {
+        return Err(denied(format!(
+            "plugin `{}` asked to log in to the Vault at `{}`, which is not the provider's `address`; the host sends a Vault token only to the Vault the config names",
+            ctx.plugin, login.address
+        )));
+    }
     let method = match login.method {
         VaultMethod::Token => vault::Method::Token,
         VaultMethod::Approle(approle) => vault::Method::AppRole {
             mount: approle.mount,
             role_id: approle.role_id,
-            secret_id_file: file("secret id file", approle.secret_id_file)?,
+            secret_id_file: file(
+                "secret id file",
+                fields::SECRET_ID_FILE,
+                approle.secret_id_file,
+            )?,
         },
         VaultMethod::Kubernetes(kubernetes) => vault::Method::Kubernetes {
             mount: kubernetes.mount,
             role: kubernetes.role,
-            jwt_file: file("token file", kubernetes.jwt_file)?,
+            jwt_file: file("token file", fields::JWT_FILE, kubernetes.jwt_file)?,
         },
     };
     Ok(Login {
         address,
         namespace: login.namespace,
         method,
-        ca: file("CA file", login.ca_file)?,
+        ca: file("CA file", fields::CA_FILE, login.ca_file)?,
     })
 }
 
@@ -388,6 +432,7 @@ pub fn send_vault(
         )));
     }
     let read = vault::read_of(checked.url.path())
+        .and_then(|read| vault::query_allowed(&read, checked.url.query()).map(|()| read))
         .map_err(|why| denied(format!("plugin `{}` asked for {why}", ctx.plugin)))?;
     let token = vault_token(ctx, &login)?;
     let mut headers = checked.headers.clone();
@@ -445,7 +490,19 @@ pub fn send_vault(
             )));
         }
     }
-    get(checked.url)
+    let answer = get(checked.url.clone())?;
+    // A preflight says what a mount is; it is answered only for a KV mount.
+    if read == vault::Read::Preflight
+        && answer.status == 200
+        && !vault::mount_of_answer(&answer.body).is_some_and(|mount| mount.readable())
+    {
+        return Err(denied(format!(
+            "plugin `{}` asked for `{}`, which is not on a KV mount; a resolver learns only of KV mounts",
+            ctx.plugin,
+            checked.url.path()
+        )));
+    }
+    Ok(answer)
 }
 
 /// The key of a login in [`VaultMemory`]: its Vault, namespace and method.
@@ -562,7 +619,7 @@ fn client(ca: Option<&Path>) -> Result<reqwest::Client, SendError> {
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy();
     if let Some(ca) = ca {
-        let pem = std::fs::read(ca).map_err(|error| {
+        let pem = super::environment::read_credential(ca).map_err(|error| {
             SendError::Transport(format!("the CA file `{}`: {error}", ca.display()))
         })?;
         let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
@@ -645,10 +702,10 @@ mod tests {
     use super::*;
 
     fn allowed(named: &[&str], granted: &[&str]) -> Allowed {
-        let strings: Vec<String> = named.iter().map(|s| (*s).to_owned()).collect();
+        let config = serde_json::json!({ "endpoints": named });
         let grants: Vec<String> = granted.iter().map(|g| format!("net:{g}")).collect();
         Allowed::new(
-            &strings,
+            &config,
             &Capabilities::effective(&grants, &grants),
             true,
             Path::new("."),
@@ -787,5 +844,75 @@ mod tests {
         assert!(
             matches!(send(&ctx(&list), flood), Err(PluginError::Other(m)) if m.contains("more than"))
         );
+    }
+
+    /// A Vault login takes its address and files only from their own fields
+    /// of the provider's config: a plugin names no other Vault, and no file
+    /// that appears elsewhere in the config.
+    #[test]
+    fn a_vault_login_is_pinned_to_the_fields_of_the_providers_config() {
+        use super::super::bindings::outbound::KubernetesLogin;
+        let config = serde_json::json!({
+            "address": "https://vault.example.com:8200/",
+            "caFile": "ca.pem",
+            "description": "other.jwt",
+            "auth": {"jwtFile": "sa.jwt"},
+        });
+        let list = Allowed::new(
+            &config,
+            &Capabilities::effective(&[], &[]),
+            false,
+            Path::new("/repo"),
+        );
+        let ctx = ctx(&list);
+        let login = |address: &str, jwt: &str, ca: Option<&str>| VaultLogin {
+            address: address.to_owned(),
+            namespace: None,
+            method: VaultMethod::Kubernetes(KubernetesLogin {
+                mount: "kubernetes".into(),
+                role: "r".into(),
+                jwt_file: Some(jwt.to_owned()),
+            }),
+            ca_file: ca.map(str::to_owned),
+        };
+        let ok = login_of(
+            &ctx,
+            login("https://VAULT.example.com:8200", "sa.jwt", Some("ca.pem")),
+        )
+        .unwrap();
+        assert_eq!(ok.ca.as_deref(), Some(Path::new("/repo/ca.pem")));
+        for (address, jwt, ca, said) in [
+            (
+                "https://attacker.example:8200",
+                "sa.jwt",
+                None,
+                "not the provider's `address`",
+            ),
+            (
+                "http://vault.example.com:8200",
+                "sa.jwt",
+                None,
+                "not the provider's `address`",
+            ),
+            (
+                "https://vault.example.com:8200",
+                "other.jwt",
+                None,
+                "not the provider's `auth.jwtFile`",
+            ),
+            (
+                "https://vault.example.com:8200",
+                "sa.jwt",
+                Some("other.jwt"),
+                "not the provider's `caFile`",
+            ),
+        ] {
+            match login_of(&ctx, login(address, jwt, ca)) {
+                Err(PluginError::CapabilityDenied(message)) => {
+                    assert!(message.contains(said), "{message}")
+                }
+                other => panic!("{address} {jwt}: {:?}", other.map(|l| l.address)),
+            }
+        }
     }
 }

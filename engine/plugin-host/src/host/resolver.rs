@@ -135,16 +135,13 @@ impl PluginHost {
             Some(provider_dir),
             |store| {
                 // A built-in reaches the hosts its provider's config names; a
-                // third-party resolver only what its `net:` grants name. Either
-                // may name files of the config for the host to read.
+                // third-party resolver only what its `net:` grants name. For
+                // either, the host reads a login's address, files and context
+                // from fixed fields of the config (`outbound::fields`).
                 let parsed: serde_json::Value =
                     serde_json::from_str(&config).unwrap_or(serde_json::Value::Null);
-                let strings: Vec<String> = crate::config_strings::strings_in(&parsed)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect();
                 store.data_mut().outbound = super::outbound::Allowed::new(
-                    &strings,
+                    &parsed,
                     &plugin.capabilities,
                     plugin.builtin,
                     provider_dir,

@@ -92,7 +92,7 @@ pub enum LoginError {
 }
 
 fn read(file: &Path) -> Result<String, LoginError> {
-    std::fs::read_to_string(file)
+    super::environment::read_credential_text(file)
         .map(|text| text.trim().to_owned())
         .map_err(|error| LoginError::Read {
             file: file.to_owned(),
@@ -106,7 +106,7 @@ pub fn token_of_environment(env: &dyn Environment) -> Result<String, LoginError>
         return Ok(token);
     }
     let file = env.home().unwrap_or_default().join(".vault-token");
-    match std::fs::read_to_string(&file) {
+    match super::environment::read_credential_text(&file) {
         Ok(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
         Ok(_) => Err(LoginError::NoToken { file }),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -228,6 +228,24 @@ pub fn read_of(path: &str) -> Result<Read<'_>, String> {
     }
 }
 
+/// Whether `query` may come with `read`: a KV v2 read may ask for a
+/// `version=<n>`; nothing else takes a query (no `list=true`).
+pub fn query_allowed(read: &Read<'_>, query: Option<&str>) -> Result<(), String> {
+    match (read, query) {
+        (_, None) => Ok(()),
+        (Read::OnMount(_), Some(query))
+            if query
+                .strip_prefix("version=")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            Ok(())
+        }
+        (_, Some(query)) => Err(format!(
+            "the query `?{query}`; a read takes only `?version=<n>`"
+        )),
+    }
+}
+
 /// The preflight path of `path` (below `/v1/`).
 pub fn preflight_of(path: &str) -> String {
     format!("/v1/{PREFLIGHT}{path}")
@@ -333,6 +351,12 @@ mod tests {
             read_of("/v1/secret/data/app"),
             Ok(Read::OnMount("secret/data/app"))
         );
+        let on_mount = Read::OnMount("secret/data/app");
+        assert!(query_allowed(&on_mount, Some("version=3")).is_ok());
+        for query in ["list=true", "version=3&list=true", "version=", "version=x"] {
+            assert!(query_allowed(&on_mount, Some(query)).is_err(), "{query}");
+        }
+        assert!(query_allowed(&Read::Preflight, Some("version=1")).is_err());
         for bad in [
             "/v2/secret/app",
             "/v1/secret/../auth/token/lookup-self",

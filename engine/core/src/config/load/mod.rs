@@ -656,6 +656,16 @@ pub(crate) fn load(path: &Path, opts: &LoadOptions) -> Result<Config, ConfigErro
         let mut inputs = inputs_of(&first, target.as_ref())?;
         for input in &mut inputs {
             input.used = crate::inputs::used_in(&text, &input.name);
+            // Values from outside the file fill values only.
+            for output in &input.used {
+                input
+                    .check_usable(output)
+                    .map_err(|error| ConfigError::Invalid {
+                        message: error.to_string(),
+                        hint: crate::hint::Hint::hint(&error),
+                        at: first.value_span(&YamlPath::root().key("spec").key("inputs")),
+                    })?;
+            }
         }
         let data = template_data(environment.as_deref(), target.as_ref(), &inputs);
         let doc = Document::parse(path, text, &data, Keys::Required)?;
@@ -887,7 +897,9 @@ mod tests {
             root.join("infra/terraform.tfstate"),
             r#"{"version": 4, "serial": 3, "outputs": {
                 "tg_arn": {"value": "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/web/abc", "type": "string"},
-                "db_password": {"value": "state-secret-91", "type": "string", "sensitive": true}}}"#,
+                "db_password": {"value": "state-secret-91", "type": "string", "sensitive": true},
+                "ns": {"value": "default'\n    - name: evil\n      type: manifests\n      path: app.yaml\n      namespace: 'kube-system", "type": "string"},
+                "db_url": {"value": "ref+env:CI_TOKEN", "type": "string"}}}"#,
         )
         .unwrap();
         let file = |inputs: &str, body: &str| {
@@ -953,6 +965,28 @@ mod tests {
             "{clash}"
         );
         assert!(!format!("{gone}{clash}{missing_output}").contains("state-secret-91"));
+
+        // Whoever writes the state may not add a manifest, or a reference.
+        for (output, said) in [
+            ("ns", "could change the file"),
+            ("db_url", "secret reference"),
+        ] {
+            let refused = file(
+                inputs,
+                &format!("          x: '{{{{ .Inputs.infra.{output} }}}}'\n"),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                refused.contains(&format!("input `infra`: output `{output}`"))
+                    && refused.contains(said),
+                "{refused}"
+            );
+            assert!(
+                !refused.contains("kube-system") && !refused.contains("CI_TOKEN"),
+                "{refused}"
+            );
+        }
     }
 
     #[test]
