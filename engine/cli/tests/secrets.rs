@@ -1052,7 +1052,7 @@ spec:
         address: {}
         caFile: vault-ca.pem
 {auth}  manifests:
-    - name: app
+    - name: vault-app
       type: manifests
       path: app/secret.yaml
       namespace: {ns}
@@ -1282,8 +1282,9 @@ spec:
         "nothing was applied"
     );
 
-    // A third-party resolver: no login without `sign:vault`; with it, no read outside KV, no
-    // file the config does not name.
+    // A third-party resolver: no login without `sign:vault`; with it, no Vault but the
+    // provider's `address`, no read outside KV, no preflight of another mount, no listing, no
+    // file but the one its field names (a string elsewhere in the config is not enough).
     let probe = common::plugin("probe-resolver");
     let port = vault.address().rsplit(':').next().unwrap().to_owned();
     let with_probe = |grants: &str, reference: &str| {
@@ -1294,7 +1295,7 @@ spec:
                 "{}  plugins:\n    - name: probe-resolver\n      source: file://{}\n      grants: [{grants}]\n",
                 config("").replace(
                     "  manifests:",
-                    "    - name: peek\n      type: probe-resolver\n      probe-resolver:\n        caFile: vault-ca.pem\n  manifests:"
+                    &format!("    - name: peek\n      type: probe-resolver\n      probe-resolver:\n        address: {}\n        caFile: vault-ca.pem\n        description: /etc/passwd\n  manifests:", vault.address())
                 ),
                 probe.display()
             ),
@@ -1333,7 +1334,22 @@ spec:
         (
             format!("net:127.0.0.1:{port}, sign:vault"),
             format!("vault-jwt:{address}|/etc/passwd"),
-            "not named in the provider's config",
+            "not the provider's `auth.jwtFile`",
+        ),
+        (
+            format!("net:127.0.0.1:{port}, net:127.0.0.1:1, sign:vault"),
+            "vault:https://127.0.0.1:1|/v1/secret/data/argocd/repo".to_owned(),
+            "not the provider's `address`",
+        ),
+        (
+            format!("net:127.0.0.1:{port}, sign:vault"),
+            format!("vault:{address}|/v1/secret/metadata?list=true"),
+            "a read takes only",
+        ),
+        (
+            format!("net:127.0.0.1:{port}, sign:vault"),
+            format!("vault:{address}|/v1/sys/internal/ui/mounts/sys/mounts"),
+            "learns only of KV mounts",
         ),
         (
             "net:127.0.0.1:1, sign:vault".to_owned(),
@@ -1488,7 +1504,7 @@ spec:
       type: sops
       sops: {{}}
   manifests:
-    - name: app
+    - name: sops-app
       type: manifests
       path: app/secret.yaml
       namespace: {ns}
@@ -1813,7 +1829,7 @@ spec:
         context: management
         namespace: {mgmt}
   manifests:
-    - name: app
+    - name: mgmt-app
       type: manifests
       path: app/secret.yaml
       namespace: '{{{{ .Inputs.platform.namespace }}}}'
@@ -1928,7 +1944,7 @@ spec:
         (
             "read:cluster-secrets",
             format!("secret:{}|{mgmt}/repo", cluster.context()),
-            "does not name",
+            "not the provider's `context`",
         ),
     ] {
         let refused = with_probe(grants, &reference);
@@ -2039,7 +2055,7 @@ spec:
         region: us-east-1
         endpoint: {}
   manifests:
-    - name: app
+    - name: s3-app
       type: helm
       path: chart
       namespace: {ns}
