@@ -63,11 +63,11 @@ pub enum Location {
     /// A state file, resolved against the declaring file's directory.
     File(PathBuf),
     /// A state in an S3 object.
-    S3(S3Object),
+    S3(Box<S3Object>),
     /// A ConfigMap or Secret of a cluster.
-    Object(ObjectInput),
+    Object(Box<ObjectInput>),
     /// The Cluster API `Cluster` the run targets: its fields, when it is one.
-    ClusterApi(Option<Value>),
+    ClusterApi(Option<Box<Value>>),
 }
 
 impl std::fmt::Display for Location {
@@ -335,7 +335,7 @@ impl Input {
                 return Ok(Self::of(name, location, None, outputs));
             }
             Location::ClusterApi(fields) => {
-                let Some(Value::Object(fields)) = fields else {
+                let Some(Value::Object(fields)) = fields.as_deref() else {
                     return Err(fetch_error(FetchError::Unreachable(
                         "the run does not target a cluster found through Cluster API (an environment's `clusterAPI`)".to_owned(),
                     )));
@@ -691,7 +691,7 @@ mod tests {
             "labels": {"region": "tokyo"}, "annotations": {"zone": "a"},
             "clusterNetwork": {"pods": {"cidrBlocks": ["10.244.0.0/16"]}},
         });
-        let input = Input::read("capi", &Location::ClusterApi(Some(fields))).unwrap();
+        let input = Input::read("capi", &Location::ClusterApi(Some(Box::new(fields)))).unwrap();
         let value = input.template_value();
         assert_eq!(value["labels"]["region"], "tokyo");
         assert_eq!(

@@ -152,7 +152,7 @@ fn hkdf(salt: &[u8], ikm: &[u8], info: &[u8]) -> [u8; 32] {
 fn open_in_place(
     key: &[u8; 32],
     nonce: [u8; 12],
-    sealed: &mut Vec<u8>,
+    sealed: &mut [u8],
 ) -> Result<usize, ring::error::Unspecified> {
     let key = LessSafeKey::new(UnboundKey::new(&CHACHA20_POLY1305, key)?);
     let plain = key.open_in_place(Nonce::assume_unique_for_key(nonce), Aad::empty(), sealed)?;

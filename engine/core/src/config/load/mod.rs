@@ -396,13 +396,13 @@ fn inputs_of(
                     "path",
                 ),
                 (None, Some(s3)) if given == 1 => (
-                    crate::inputs::Location::S3(crate::inputs::S3Object {
+                    crate::inputs::Location::S3(Box::new(crate::inputs::S3Object {
                         bucket: s3.bucket,
                         key: s3.key,
                         region: s3.region,
                         profile: s3.profile,
                         endpoint: s3.endpoint,
-                    }),
+                    })),
                     "s3",
                 ),
                 _ => {
@@ -427,7 +427,9 @@ fn inputs_of(
                     (input.secret, crate::inputs::ObjectKind::Secret, "secret")
                 };
                 match object(block, kind) {
-                    Some(found) if given == 1 => (crate::inputs::Location::Object(found), key),
+                    Some(found) if given == 1 => {
+                        (crate::inputs::Location::Object(Box::new(found)), key)
+                    }
                     _ => {
                         return Err(doc.invalid(
                             &here,
@@ -440,7 +442,9 @@ fn inputs_of(
                 }
             }
             "cluster-api" if given == 0 => (
-                crate::inputs::Location::ClusterApi(target.and_then(|t| t.cluster_api.clone())),
+                crate::inputs::Location::ClusterApi(
+                    target.and_then(|t| t.cluster_api.clone()).map(Box::new),
+                ),
                 "type",
             ),
             "cluster-api" => {
