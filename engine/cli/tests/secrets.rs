@@ -1072,7 +1072,12 @@ spec:
         command
     };
 
-    let applied = succeed(tazuna(root).env("VAULT_TOKEN", &token).arg("apply"));
+    // At trace level, every log line Tazuna writes is in the output the test searches below.
+    let applied = succeed(
+        tazuna(root)
+            .env("VAULT_TOKEN", &token)
+            .args(["apply", "-l", "trace"]),
+    );
     assert_eq!(value_in(&namespace, "repo", "password"), VAULT_VALUE);
     assert_eq!(
         value_in(&namespace, "repo", "url"),
@@ -1393,7 +1398,8 @@ spec:
             assert!(!text(out).contains(hidden), "{}", text(out));
         }
     }
-    let state = state_text(cluster);
+    // The state on the cluster, and the lock beside the file.
+    let state = state_text(cluster) + &std::fs::read_to_string(root.join("tazuna.lock")).unwrap();
     for hidden in [
         VAULT_VALUE,
         VAULT_V1_VALUE,
@@ -1660,7 +1666,7 @@ spec:
             assert!(!text(out).contains(hidden), "{}", text(out));
         }
     }
-    let state = state_text(cluster);
+    let state = state_text(cluster) + &std::fs::read_to_string(root.join("tazuna.lock")).unwrap();
     assert!(!state.contains(SOPS_VALUE) && !state.contains(SOPS_ENV_VALUE));
 }
 

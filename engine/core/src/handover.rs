@@ -46,8 +46,22 @@ pub enum HandoverError {
     Reference {
         key: String,
         reference: String,
-        why: String,
+        why: NoRemoteRef,
     },
+}
+
+/// Why a reference has no `remoteRef`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoRemoteRef {
+    /// It names no secret.
+    #[error("it names no secret")]
+    NoSecret,
+    /// A query with no `remoteRef.version`.
+    #[error("`?{0}` has no `remoteRef.version`")]
+    Query(String),
+    /// A provider type ESO's references are not mapped for.
+    #[error("a provider of type `{0}` cannot hand over")]
+    Type(String),
 }
 
 impl crate::hint::Hint for HandoverError {
@@ -64,7 +78,7 @@ impl crate::hint::Hint for HandoverError {
 }
 
 /// The `remoteRef` of `reference` for a provider of type `kind`.
-pub fn remote_ref(kind: &str, reference: &str) -> Result<Value, String> {
+pub fn remote_ref(kind: &str, reference: &str) -> Result<Value, NoRemoteRef> {
     let (rest, key) = match reference.split_once('#') {
         Some((rest, key)) if !key.is_empty() => (rest, Some(key)),
         Some((rest, _)) => (rest, None),
@@ -75,7 +89,7 @@ pub fn remote_ref(kind: &str, reference: &str) -> Result<Value, String> {
         None => (rest, None),
     };
     if name.is_empty() {
-        return Err("it names no secret".to_owned());
+        return Err(NoRemoteRef::NoSecret);
     }
     let mut remote = Map::new();
     remote.insert("key".to_owned(), Value::String(name.to_owned()));
@@ -91,13 +105,13 @@ pub fn remote_ref(kind: &str, reference: &str) -> Result<Value, String> {
         ("vault", Some(("version", number))) if number.parse::<u64>().is_ok() => {
             Some(number.to_owned())
         }
-        (_, Some((query, _))) => return Err(format!("`?{query}` has no `remoteRef.version`")),
+        (_, Some((query, _))) => return Err(NoRemoteRef::Query(query.to_owned())),
     };
     if let Some(version) = version {
         remote.insert("version".to_owned(), Value::String(version));
     }
     if !HANDOVER_TYPES.contains(&kind) {
-        return Err(format!("a provider of type `{kind}` cannot hand over"));
+        return Err(NoRemoteRef::Type(kind.to_owned()));
     }
     Ok(Value::Object(remote))
 }

@@ -168,23 +168,54 @@ pub struct Sealed {
     kind: String,
 }
 
+/// What is wrong with an `ENC[…]` value or what it opens to. No variant
+/// holds a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unreadable {
+    /// A part that is not `name:value` (its name, or its position).
+    Part(usize),
+    /// A field is missing.
+    Missing(&'static str),
+    /// A field is not base64.
+    NotBase64(&'static str),
+    /// The IV or the tag has the wrong length.
+    Lengths,
+    /// The plaintext does not read as its declared type.
+    Type(&'static str),
+    /// A type SOPS does not write.
+    UnknownType(String),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Part(index) => {
+                write!(f, "part {} of an ENC value is not `name:value`", index + 1)
+            }
+            Self::Missing(name) => write!(f, "no `{name}` in an ENC value"),
+            Self::NotBase64(name) => write!(f, "`{name}` of an ENC value is not base64"),
+            Self::Lengths => f.write_str("an ENC value's iv or tag has the wrong length"),
+            Self::Type(kind) => write!(f, "a `{kind}` value that does not read as one"),
+            Self::UnknownType(kind) => write!(f, "an ENC value of unknown type `{kind}`"),
+        }
+    }
+}
+
 /// The sealed value `text` holds, if it is one.
-pub fn sealed(text: &str) -> Option<Result<Sealed, String>> {
+pub fn sealed(text: &str) -> Option<Result<Sealed, Unreadable>> {
     let inner = text.strip_prefix("ENC[AES256_GCM,")?.strip_suffix(']')?;
     let mut fields: BTreeMap<&str, &str> = BTreeMap::new();
-    for part in inner.split(',') {
+    for (index, part) in inner.split(',').enumerate() {
         let Some((name, value)) = part.split_once(':') else {
-            return Some(Err(format!("`{part}` in an ENC value")));
+            return Some(Err(Unreadable::Part(index)));
         };
         fields.insert(name, value);
     }
-    let b64 = |name: &str| {
-        let text = fields
-            .get(name)
-            .ok_or_else(|| format!("no `{name}` in an ENC value"))?;
+    let b64 = |name: &'static str| {
+        let text = fields.get(name).ok_or(Unreadable::Missing(name))?;
         base64::engine::general_purpose::STANDARD
             .decode(text)
-            .map_err(|_| format!("`{name}` of an ENC value is not base64"))
+            .map_err(|_| Unreadable::NotBase64(name))
     };
     Some((|| {
         let sealed = Sealed {
@@ -194,7 +225,7 @@ pub fn sealed(text: &str) -> Option<Result<Sealed, String>> {
             kind: fields.get("type").copied().unwrap_or("str").to_owned(),
         };
         if sealed.iv.len() != 32 || sealed.tag.len() != 16 {
-            return Err("an ENC value's iv or tag has the wrong length".to_owned());
+            return Err(Unreadable::Lengths);
         }
         Ok(sealed)
     })())
@@ -217,11 +248,11 @@ fn open(key: &[u8; 32], sealed: &Sealed, aad: &str) -> Result<Vec<u8>, ()> {
 }
 
 /// A decrypted value as SOPS types it, and the bytes SOPS hashes for it.
-fn typed(kind: &str, plain: Vec<u8>) -> Result<(Value, Vec<u8>), String> {
+fn typed(kind: &str, plain: Vec<u8>) -> Result<(Value, Vec<u8>), Unreadable> {
     let text = String::from_utf8(plain.clone());
     Ok(match kind {
         "str" | "time" => {
-            let text = text.map_err(|_| "a `str` value that is not UTF-8".to_owned())?;
+            let text = text.map_err(|_| Unreadable::Type("str"))?;
             (Value::String(text), plain)
         }
         "bytes" => (
@@ -232,14 +263,14 @@ fn typed(kind: &str, plain: Vec<u8>) -> Result<(Value, Vec<u8>), String> {
             let number: i64 = text
                 .ok()
                 .and_then(|t| t.parse().ok())
-                .ok_or("an `int` value that is not a number")?;
+                .ok_or(Unreadable::Type("int"))?;
             (Value::from(number), number.to_string().into_bytes())
         }
         "float" => {
             let number: f64 = text
                 .ok()
                 .and_then(|t| t.parse().ok())
-                .ok_or("a `float` value that is not a number")?;
+                .ok_or(Unreadable::Type("float"))?;
             (
                 Number::from_f64(number).map_or(Value::Null, Value::Number),
                 format!("{number}").into_bytes(),
@@ -249,7 +280,7 @@ fn typed(kind: &str, plain: Vec<u8>) -> Result<(Value, Vec<u8>), String> {
             let truth = match text.as_deref() {
                 Ok("true" | "True" | "TRUE" | "1" | "t" | "T") => true,
                 Ok("false" | "False" | "FALSE" | "0" | "f" | "F") => false,
-                _ => return Err("a `bool` value that is neither true nor false".to_owned()),
+                _ => return Err(Unreadable::Type("bool")),
             };
             (
                 Value::Bool(truth),
@@ -260,7 +291,7 @@ fn typed(kind: &str, plain: Vec<u8>) -> Result<(Value, Vec<u8>), String> {
                 },
             )
         }
-        other => return Err(format!("an ENC value of unknown type `{other}`")),
+        other => return Err(Unreadable::UnknownType(other.to_owned())),
     })
 }
 

@@ -199,6 +199,20 @@ pub fn token_of_answer(
         .ok_or_else(|| refused("the answer holds no `auth.client_token`".to_owned()))
 }
 
+/// Why a request through a Vault login is not a read a resolver may make.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotARead {
+    /// Not below `/v1/`.
+    #[error("`{0}`, which is not a Vault API path (`/v1/…`)")]
+    NotApi(String),
+    /// An empty, dot or escaped segment.
+    #[error("`{0}`, which has an empty, dot or escaped segment")]
+    Segment(String),
+    /// A query other than a KV v2 version.
+    #[error("the query `?{0}`; a read takes only `?version=<n>`")]
+    Query(String),
+}
+
 /// What a resolver asks to read, by its URL path.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read<'a> {
@@ -210,16 +224,16 @@ pub enum Read<'a> {
 
 /// Which kind of read `path` (a URL path) is, or why none: every path is
 /// below `/v1/`, with no `.` or `..` segment and no empty one.
-pub fn read_of(path: &str) -> Result<Read<'_>, String> {
+pub fn read_of(path: &str) -> Result<Read<'_>, NotARead> {
     let Some(rest) = path.strip_prefix("/v1/") else {
-        return Err(format!("`{path}` is not a Vault API path (`/v1/…`)"));
+        return Err(NotARead::NotApi(path.to_owned()));
     };
     if rest
         .split('/')
         .any(|segment| segment.is_empty() || segment == "." || segment == "..")
         || rest.contains('%')
     {
-        return Err(format!("`{path}` has an empty, dot or escaped segment"));
+        return Err(NotARead::Segment(path.to_owned()));
     }
     if rest.starts_with(PREFLIGHT) {
         Ok(Read::Preflight)
@@ -230,7 +244,7 @@ pub fn read_of(path: &str) -> Result<Read<'_>, String> {
 
 /// Whether `query` may come with `read`: a KV v2 read may ask for a
 /// `version=<n>`; nothing else takes a query (no `list=true`).
-pub fn query_allowed(read: &Read<'_>, query: Option<&str>) -> Result<(), String> {
+pub fn query_allowed(read: &Read<'_>, query: Option<&str>) -> Result<(), NotARead> {
     match (read, query) {
         (_, None) => Ok(()),
         (Read::OnMount(_), Some(query))
@@ -240,9 +254,7 @@ pub fn query_allowed(read: &Read<'_>, query: Option<&str>) -> Result<(), String>
         {
             Ok(())
         }
-        (_, Some(query)) => Err(format!(
-            "the query `?{query}`; a read takes only `?version=<n>`"
-        )),
+        (_, Some(query)) => Err(NotARead::Query(query.to_owned())),
     }
 }
 
