@@ -93,7 +93,49 @@ pub fn assess(object: &Value, load_balancers: LoadBalancers) -> Readiness {
         (EXTERNAL_SECRETS, "ExternalSecret" | "SecretStore" | "ClusterSecretStore") => {
             require(object, "Ready")
         }
+        // Flux's sources, Kustomizations and HelmReleases: not ready until
+        // their controller says `Ready`, unless they are suspended (then no
+        // controller acts on them).
+        (group, _) if FLUX_GROUPS.contains(&group) => flux(object),
+        ("argoproj.io", "Application") => argo_application(object),
         _ => by_conditions(object),
+    }
+}
+
+/// Flux's API groups whose objects a controller reconciles to `Ready`.
+const FLUX_GROUPS: &[&str] = &[
+    "source.toolkit.fluxcd.io",
+    "kustomize.toolkit.fluxcd.io",
+    "helm.toolkit.fluxcd.io",
+];
+
+fn flux(object: &Value) -> Readiness {
+    if object.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
+        return Readiness::Ready;
+    }
+    require(object, "Ready")
+}
+
+/// An Argo CD `Application`: ready when Argo CD has synced it and found it
+/// healthy (`status.sync.status: Synced`, `status.health.status: Healthy`),
+/// failed when its last sync operation failed.
+fn argo_application(object: &Value) -> Readiness {
+    let field = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
+    let sync = field("/status/sync/status").unwrap_or("Unknown");
+    let health = field("/status/health/status").unwrap_or("Unknown");
+    if matches!(
+        field("/status/operationState/phase"),
+        Some("Failed" | "Error")
+    ) {
+        return Readiness::Failed(format!(
+            "its last sync failed: {}",
+            field("/status/operationState/message").unwrap_or("no message")
+        ));
+    }
+    if sync == "Synced" && health == "Healthy" {
+        Readiness::Ready
+    } else {
+        Readiness::InProgress(format!("sync {sync}, health {health}"))
     }
 }
 
@@ -114,7 +156,9 @@ pub fn has_rule(object: &Value, load_balancers: LoadBalancers) -> bool {
         | ("apiextensions.k8s.io", "CustomResourceDefinition")
         | ("apiregistration.k8s.io", "APIService")
         | ("", "PersistentVolumeClaim" | "Namespace" | "Pod")
-        | (EXTERNAL_SECRETS, "ExternalSecret" | "SecretStore" | "ClusterSecretStore") => true,
+        | (EXTERNAL_SECRETS, "ExternalSecret" | "SecretStore" | "ClusterSecretStore")
+        | ("argoproj.io", "Application") => true,
+        (group, _) if FLUX_GROUPS.contains(&group) => true,
         ("", "Service") => load_balancers == LoadBalancers::Awaited && is_load_balancer(object),
         _ => false,
     };
@@ -1010,6 +1054,41 @@ mod tests {
         let mut ready = fresh;
         ready["status"] = json!({"conditions": [{"type": "Ready", "status": "True"}]});
         assert!(assess(&ready, LoadBalancers::Ignored).is_ready());
+    }
+
+    #[test]
+    fn gitops_objects_wait_for_their_controllers_word() {
+        let kustomization = json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": { "name": "apps", "generation": 1 }, "spec": {},
+        });
+        assert!(has_rule(&kustomization, LoadBalancers::Ignored));
+        assert!(!assess(&kustomization, LoadBalancers::Ignored).is_ready());
+        let mut suspended = kustomization.clone();
+        suspended["spec"]["suspend"] = json!(true);
+        assert!(assess(&suspended, LoadBalancers::Ignored).is_ready());
+        let mut ready = kustomization;
+        ready["status"] = json!({"observedGeneration": 1,
+            "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]});
+        assert!(assess(&ready, LoadBalancers::Ignored).is_ready());
+
+        let mut application = json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": { "name": "root" },
+            "status": {"sync": {"status": "OutOfSync"}, "health": {"status": "Progressing"}},
+        });
+        assert_eq!(
+            assess(&application, LoadBalancers::Ignored),
+            Readiness::InProgress("sync OutOfSync, health Progressing".into())
+        );
+        application["status"] =
+            json!({"sync": {"status": "Synced"}, "health": {"status": "Healthy"}});
+        assert!(assess(&application, LoadBalancers::Ignored).is_ready());
+        application["status"]["operationState"] =
+            json!({"phase": "Failed", "message": "one or more objects failed to apply"});
+        assert!(
+            matches!(assess(&application, LoadBalancers::Ignored), Readiness::Failed(m) if m.contains("failed to apply"))
+        );
     }
 
     #[test]
