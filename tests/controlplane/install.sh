@@ -17,6 +17,10 @@
 # Usage:
 #   tests/controlplane/install.sh           install what is missing, print where it is
 #   tests/controlplane/install.sh --no-apt  skip the Debian packages
+#   tests/controlplane/install.sh --control-plane-only
+#                                            only etcd, Kubernetes and kwok (what
+#                                            `cargo xtask quickstart` runs on); no
+#                                            Debian packages, tools or stores
 #   tests/controlplane/install.sh --pin     regenerate every go.mod/go.sum from
 #                                            versions.env (after a version bump)
 #   tests/controlplane/install.sh --pin-flux  the same for the two Flux modules only
@@ -47,12 +51,14 @@ die() { log "error: $*"; exit 1; }
 
 do_apt=1
 do_pin=0
+control_plane_only=0
 for arg in "$@"; do
   case "$arg" in
     --no-apt) do_apt=0 ;;
+    --control-plane-only) control_plane_only=1; do_apt=0 ;;
     --pin) do_pin=1 ;;
     --pin-flux) do_pin=flux ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) die "unknown argument \`$arg\`" ;;
   esac
 done
@@ -298,6 +304,9 @@ build kubernetes "$KUBERNETES_VERSION" k8s "$k8s_ldflags" \
 build etcd "$ETCD_VERSION" etcd "" .
 build kwok "$KWOK_VERSION" kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
   sigs.k8s.io/kwok/cmd/kwok
+# Everything past the control plane: the tools the plugins call, the peers and the
+# stores of the tests. `--control-plane-only` stops before them.
+if [ "$control_plane_only" = 0 ]; then
 build helm "$HELM_VERSION" helm "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
   helm.sh/helm/v4/cmd/helm
 build kustomize "$KUSTOMIZE_VERSION" kustomize \
@@ -370,6 +379,7 @@ copy_cluster_api_crds() {
   log "copied the Cluster API CRDs $CLUSTER_API_VERSION"
 }
 copy_cluster_api_crds
+fi
 
 # The binaries are cached by version and never rebuilt, so Go's build and module
 # caches only take disk (several GB for Kubernetes) from the Rust build that comes
@@ -383,7 +393,7 @@ fi
 
 # --- moto (PyPI): the AWS API for the secret-store tests ----------------------------
 moto_dir="$BIN/moto-$MOTO_VERSION"
-if [ ! -x "$moto_dir/bin/moto_server" ]; then
+if [ "$control_plane_only" = 0 ] && [ ! -x "$moto_dir/bin/moto_server" ]; then
   log "installing moto $MOTO_VERSION into $moto_dir"
   # A venv's scripts name its own path, so it is made where it stays.
   if ! { python3 -m venv "$moto_dir" \
@@ -395,13 +405,16 @@ fi
 
 # --- Report ------------------------------------------------------------------------
 echo "tazuna test assets (cache $BIN):"
-for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION" \
-             "helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION" \
-             "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION" \
-             "opentofu $OPENTOFU_VERSION" "age $AGE_VERSION" "sops $SOPS_VERSION" \
-             "vault $VAULT_VERSION" "external-secrets $EXTERNAL_SECRETS_VERSION" \
-             "flux-source-controller $FLUX_SOURCE_CONTROLLER_VERSION" \
-             "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION"; do
+entries=("kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION")
+if [ "$control_plane_only" = 0 ]; then
+  entries+=("helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION"
+            "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION"
+            "opentofu $OPENTOFU_VERSION" "age $AGE_VERSION" "sops $SOPS_VERSION"
+            "vault $VAULT_VERSION" "external-secrets $EXTERNAL_SECRETS_VERSION"
+            "flux-source-controller $FLUX_SOURCE_CONTROLLER_VERSION"
+            "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION")
+fi
+for entry in "${entries[@]}"; do
   set -- $entry
   dir="$BIN/$1-$2"
   if [ -d "$dir" ]; then
@@ -410,13 +423,15 @@ for entry in "kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_V
     echo "  $1 $2: MISSING"
   fi
 done
-if [ -x "$moto_dir/bin/moto_server" ]; then echo "  $moto_dir/bin/moto_server"; else echo "  moto $MOTO_VERSION: MISSING"; fi
-crd="$BIN/cluster-api-$CLUSTER_API_VERSION/cluster.x-k8s.io_clusters.yaml"
-if [ -f "$crd" ]; then echo "  $crd"; else echo "  cluster-api CRDs $CLUSTER_API_VERSION: MISSING"; fi
-for cmd in docker-registry skopeo htpasswd python3; do
-  p="$(command -v "$cmd" || true)"
-  echo "  ${p:-$cmd: MISSING}"
-done
+if [ "$control_plane_only" = 0 ]; then
+  if [ -x "$moto_dir/bin/moto_server" ]; then echo "  $moto_dir/bin/moto_server"; else echo "  moto $MOTO_VERSION: MISSING"; fi
+  crd="$BIN/cluster-api-$CLUSTER_API_VERSION/cluster.x-k8s.io_clusters.yaml"
+  if [ -f "$crd" ]; then echo "  $crd"; else echo "  cluster-api CRDs $CLUSTER_API_VERSION: MISSING"; fi
+  for cmd in docker-registry skopeo htpasswd python3; do
+    p="$(command -v "$cmd" || true)"
+    echo "  ${p:-$cmd: MISSING}"
+  done
+fi
 
 if [ "${#failed[@]}" -gt 0 ]; then
   log "error: failed to build: ${failed[*]}"

@@ -203,13 +203,19 @@ fn new_plugins_from_the_template_build_load_and_apply() {
     );
     succeed(
         tazuna()
-            .args(["plugin", "new", "plugins/vault", "--resolver", "--sdk-path"])
+            .args([
+                "plugin",
+                "new",
+                "plugins/kvstore",
+                "--resolver",
+                "--sdk-path",
+            ])
             .arg(&sdk),
     );
 
     // Each crate's own test passes on the host, and it builds into a component.
     let target = host_target();
-    for name in ["greeter", "vault"] {
+    for name in ["greeter", "kvstore"] {
         let crate_dir = project.join("plugins").join(name);
         // The plugins workspace's lock keeps dependency versions, and so its
         // compiled dependencies, the same.
@@ -229,7 +235,7 @@ fn new_plugins_from_the_template_build_load_and_apply() {
             .join("plugins/target/wasm32-wasip2/release")
             .join(format!("tazuna_plugin_{name}.wasm"))
     };
-    assert!(wasm("greeter").is_file() && wasm("vault").is_file());
+    assert!(wasm("greeter").is_file() && wasm("kvstore").is_file());
 
     write(
         project,
@@ -251,12 +257,12 @@ spec:
   plugins:
     - name: greeter
       source: file://{}
-    - name: vault
+    - name: kvstore
       source: file://{}
   providers:
     - name: team
-      type: vault
-      vault:
+      type: kvstore
+      kvstore:
         file: secrets.json
   manifests:
     - name: settings
@@ -271,7 +277,7 @@ spec:
       namespace: default
 ",
             wasm("greeter").display(),
-            wasm("vault").display()
+            wasm("kvstore").display()
         ),
     );
 
@@ -290,20 +296,18 @@ spec:
         Some("tazuna:plugin/source-plugin@0.1.1")
     );
     assert_eq!(
-        world("vault").as_deref(),
+        world("kvstore").as_deref(),
         Some("tazuna:plugin/secret-resolver-plugin@0.1.1")
     );
 
     // A resolver that no provider names yet is still listed, in its world.
     let config = std::fs::read_to_string(project.join("tazuna.yaml")).unwrap();
-    std::fs::write(
-        project.join("tazuna.yaml"),
-        config.replace(
-            "  providers:\n    - name: team\n      type: vault\n      vault:\n        file: secrets.json\n",
-            "",
-        ),
-    )
-    .unwrap();
+    let without_provider = config.replace(
+        "  providers:\n    - name: team\n      type: kvstore\n      kvstore:\n        file: secrets.json\n",
+        "",
+    );
+    assert_ne!(without_provider, config, "the provider was taken out");
+    std::fs::write(project.join("tazuna.yaml"), without_provider).unwrap();
     let listed = succeed(tazuna().args(["plugin", "list", "-o", "json"]));
     let unused: Value = serde_json::from_slice(&listed.stdout).unwrap();
     assert!(
@@ -311,7 +315,7 @@ spec:
             .as_array()
             .unwrap()
             .iter()
-            .any(|row| row["name"] == "vault"
+            .any(|row| row["name"] == "kvstore"
                 && row["world"] == "tazuna:plugin/secret-resolver-plugin@0.1.1"),
         "{unused:#}"
     );
@@ -334,7 +338,7 @@ spec:
     std::fs::write(
         project.join("tazuna.yaml"),
         config.replace(
-            "      type: vault\n      vault:\n        file: secrets.json",
+            "      type: kvstore\n      kvstore:\n        file: secrets.json",
             "      type: greeter",
         ),
     )
