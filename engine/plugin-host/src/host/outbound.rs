@@ -275,24 +275,14 @@ pub fn send(ctx: &Context<'_>, request: Request) -> Result<Response, PluginError
             )));
         }
         let credentials = aws_credentials(scope.profile.as_deref(), ctx.timeout)?;
-        let authority = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.clone(),
-        };
-        let unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_secs());
-        let added = aws::sign(
+        let added = sign_now(
             &credentials,
             &scope.service,
             &scope.region,
             method.as_str(),
-            &authority,
-            url.path(),
-            url.query().unwrap_or_default(),
+            &url,
             &headers,
             &body,
-            unix,
         );
         headers.extend(added);
     }
@@ -554,6 +544,39 @@ fn vault_token(ctx: &Context<'_>, login: &Login) -> Result<String, PluginError> 
     };
     memory().tokens.insert(key, token.clone());
     Ok(token)
+}
+
+/// The headers that sign a request to `url` now (SigV4): the one place a
+/// URL becomes what [`aws::sign`] signs.
+pub(super) fn sign_now(
+    credentials: &aws::Credentials,
+    service: &str,
+    region: &str,
+    method: &str,
+    url: &reqwest::Url,
+    headers: &[(String, String)],
+    body: &[u8],
+) -> Vec<(String, String)> {
+    let host = url.host_str().unwrap_or_default();
+    let authority = match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    };
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    aws::sign(
+        credentials,
+        service,
+        region,
+        method,
+        &authority,
+        url.path(),
+        url.query().unwrap_or_default(),
+        headers,
+        body,
+        unix,
+    )
 }
 
 /// The region the AWS chain names for `profile`.

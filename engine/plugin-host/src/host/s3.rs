@@ -3,7 +3,7 @@
 //! with the standard AWS chain like a resolver's requests, to AWS's own name
 //! for the bucket or to the `endpoint` the input names.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tazuna_core::inputs::{FetchError, MAX_STATE_BYTES, S3Object};
 
@@ -71,25 +71,11 @@ fn fetch(object: &S3Object) -> Result<Vec<u8>, FetchError> {
         let url = url_of(object, &region)?;
         let credentials = super::outbound::aws_credentials(object.profile.as_deref(), TIMEOUT)
             .map_err(|error| FetchError::Refused(error.to_string()))?;
-        let host = url.host_str().unwrap_or_default().to_owned();
-        let authority = match url.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.clone(),
-        };
-        let unix = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_secs());
-        let headers = aws::sign(
-            &credentials,
-            "s3",
-            &region,
-            "GET",
-            &authority,
-            url.path(),
-            url.query().unwrap_or_default(),
-            &[],
-            &[],
-            unix,
+        let headers = super::outbound::sign_now(&credentials, "s3", &region, "GET", &url, &[], &[]);
+        let authority = format!(
+            "{}:{}",
+            url.host_str().unwrap_or_default(),
+            url.port_or_known_default().unwrap_or(443)
         );
         let answer = super::outbound::http(
             reqwest::Method::GET,
