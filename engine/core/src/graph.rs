@@ -230,6 +230,7 @@ mod tests {
             prune: false,
             create_namespace: false,
             adopt: Vec::new(),
+            handover: None,
             parallel: None,
             tests: Vec::new(),
             config: serde_json::json!({}),

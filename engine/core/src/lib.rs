@@ -56,6 +56,7 @@ pub mod hooks;
 pub mod inputs;
 pub mod inventory;
 pub mod lock;
+pub mod policy;
 pub mod readiness;
 pub mod removed;
 pub mod render;

@@ -17,6 +17,7 @@ use tazuna_core::config::Manifest;
 use tazuna_core::diff;
 use tazuna_core::hooks;
 use tazuna_core::inventory::{self, ObjectRef};
+use tazuna_core::policy::{self, Decision, Why};
 
 use crate::cluster::{Cluster, Resolved};
 use crate::live::LiveIndex;
@@ -66,8 +67,24 @@ pub struct Report {
     pub changes: Vec<Change>,
     /// Objects with nothing to do.
     pub unchanged: usize,
+    /// Objects left as they are live because they were handed over to a
+    /// GitOps controller (not compared; counted in `unchanged` too).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handed_over: Vec<Handed>,
     /// Requests sent to the API server.
     pub requests: usize,
+}
+
+/// An object handed over to a GitOps controller, which `plan` and `state
+/// drift` leave out.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Handed {
+    /// The manifest.
+    pub manifest: String,
+    /// The object.
+    pub object: String,
+    /// To whom and when.
+    pub handover: tazuna_core::policy::HandedOver,
 }
 
 /// Why a plan could not be made.
@@ -83,6 +100,9 @@ pub enum PlanError {
         /// What to do about it, where there is something.
         hint: Option<String>,
     },
+    /// An object's policy annotation is not one Tazuna knows.
+    #[error("{0}")]
+    Policy(#[from] tazuna_core::policy::PolicyError),
 }
 
 impl PlanError {
@@ -102,6 +122,7 @@ impl tazuna_core::hint::Hint for PlanError {
     fn hint(&self) -> Option<String> {
         match self {
             Self::Request { hint, .. } => hint.clone(),
+            Self::Policy(error) => error.hint(),
         }
     }
 }
@@ -244,6 +265,41 @@ pub async fn compare(
             let hash = inventory::content_hash(&value, key);
             let entry = prior.get(&object);
             let same_intent = entry.is_some_and(|e| e.hash == hash);
+            // Create-only or handed over: what exists is left as it is, and
+            // neither plan nor drift compares it (the same decision apply makes).
+            let decision = policy::decide(
+                &value,
+                intent.manifest.handover.as_ref(),
+                entry.and_then(|e| e.handover.as_ref()),
+            )?;
+            if let Decision::CreateOnly(why) = &decision {
+                let exists = question == Question::Drift
+                    || live
+                        .get(&object, &resolved)
+                        .await
+                        .map_err(|error| {
+                            PlanError::request(
+                                format!(
+                                    "cannot list {} in {}",
+                                    resolved.resource.plural,
+                                    object.namespace.as_deref().unwrap_or("the cluster")
+                                ),
+                                &error,
+                            )
+                        })?
+                        .is_some();
+                if exists {
+                    report.unchanged += 1;
+                    if let Why::HandedOver(handover) = why {
+                        report.handed_over.push(Handed {
+                            manifest: name.clone(),
+                            object: object.to_string(),
+                            handover: handover.clone(),
+                        });
+                    }
+                    continue;
+                }
+            }
             if question == Question::Drift && !same_intent {
                 // Not applied yet in this form: a pending change, not drift.
                 continue;
@@ -589,7 +645,7 @@ async fn live_prunes(
             continue;
         };
         let verdict = match live.get(&object, &resolved).await {
-            Ok(current) => prune::verdict(&object, name, current, &entry.adopted_from),
+            Ok(current) => prune::verdict(&object, name, current, prune::Recorded::of(entry)),
             // Unreadable now: say what apply does if it is ours.
             Err(_) => unread(entry),
         };
@@ -604,7 +660,7 @@ async fn live_prunes(
 /// The prune verdict for an object whose live form is not read (state
 /// diff, or a read that failed): what apply does if it is still Tazuna's.
 fn unread(entry: &Entry) -> prune::Verdict {
-    prune::unread(&entry.object(), &entry.adopted_from)
+    prune::unread(&entry.object(), prune::Recorded::of(entry))
 }
 
 /// The names of the namespaces that exist live (one list call).
@@ -681,7 +737,14 @@ fn adopt_note(object: &ObjectRef, live: Option<&Value>, manager: &FieldManager) 
         .unwrap_or_default();
     let kept = if live.is_some_and(|l| prune::kept_by_control_plane(object, l)) {
         "; the control plane needs it, so prune and destroy will keep it"
-    } else if prune::unread(object, &writers) == prune::Verdict::Adopted {
+    } else if prune::unread(
+        object,
+        prune::Recorded {
+            adopted_from: &writers,
+            handed_over: None,
+        },
+    ) == prune::Verdict::Adopted
+    {
         "; not only tools that deploy from files wrote it, so prune and destroy will keep it"
     } else {
         ""
@@ -744,6 +807,7 @@ mod tests {
             prune: false,
             create_namespace: false,
             adopt: Vec::new(),
+            handover: None,
             parallel: None,
             tests: Vec::new(),
             config: json!({}),

@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 use tazuna_core::inventory::ObjectRef;
+use tazuna_core::policy::Controller;
 
 use crate::objects::BOOTSTRAP_LABEL;
 use crate::objects::{MANIFEST_ANNOTATION, PRUNE_ANNOTATION, is_tazunas};
@@ -47,6 +48,9 @@ pub enum Verdict {
     /// would race its controller, and the garbage collector removes it with
     /// its owner.
     Controlled,
+    /// Handed over to a GitOps controller (the manifest's `handover:`),
+    /// which owns it now: never deleted, and the record is forgotten.
+    HandedOver(Controller),
     /// Deleted when the run's prune level is at least `needs`.
     Delete {
         /// [`Prune::Dangerous`] for what holds data, else [`Prune::On`].
@@ -54,15 +58,33 @@ pub enum Verdict {
     },
 }
 
-/// The prune verdict for `object`, recorded by `manifest`, as it is `live`
-/// (`None`: it does not exist). `adopted_from` is what state recorded of
-/// who had written it when the stack first applied it ([`writers`]; empty:
-/// Tazuna made it).
+/// What state recorded of an object, as far as deleting it goes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Recorded<'a> {
+    /// Who had written it when the stack first applied it ([`writers`];
+    /// empty: Tazuna made it).
+    pub adopted_from: &'a [String],
+    /// The controller it was handed over to, if it was.
+    pub handed_over: Option<Controller>,
+}
+
+impl<'a> Recorded<'a> {
+    /// What `entry` recorded.
+    pub fn of(entry: &'a crate::state::Entry) -> Self {
+        Self {
+            adopted_from: &entry.adopted_from,
+            handed_over: entry.handover.as_ref().map(|h| h.to),
+        }
+    }
+}
+
+/// The prune verdict for `object`, recorded by `manifest` as `recorded`,
+/// as it is `live` (`None`: it does not exist).
 pub fn verdict(
     object: &ObjectRef,
     manifest: &str,
     live: Option<&Value>,
-    adopted_from: &[String],
+    recorded: Recorded<'_>,
 ) -> Verdict {
     let Some(live) = live else {
         return Verdict::NotOurs;
@@ -99,7 +121,7 @@ pub fn verdict(
     if controller_of(live).is_some() {
         return Verdict::Controlled;
     }
-    unread(object, adopted_from)
+    unread(object, recorded)
 }
 
 /// The `kind/name` of `live`'s controller (its `ownerReferences` entry with
@@ -125,10 +147,14 @@ pub fn controller_of(live: &Value) -> Option<String> {
         })
 }
 
-/// The verdict for an object recorded as `adopted_from` that is not read
+/// The verdict for an object recorded as `recorded` that is not read
 /// (plan of a removed manifest, or a read that failed): what prune and
 /// destroy do if it is still the manifest's.
-pub fn unread(object: &ObjectRef, adopted_from: &[String]) -> Verdict {
+pub fn unread(object: &ObjectRef, recorded: Recorded<'_>) -> Verdict {
+    if let Some(controller) = recorded.handed_over {
+        return Verdict::HandedOver(controller);
+    }
+    let adopted_from = recorded.adopted_from;
     if !adopted_from.is_empty() && !deployed(adopted_from) {
         return Verdict::Adopted;
     }
@@ -277,6 +303,10 @@ impl Verdict {
                  and stops tracking it"
                     .to_owned(),
             ),
+            Verdict::HandedOver(controller) => Some(format!(
+                "handed over to {controller}, which owns it now; Tazuna never deletes it and \
+                 stops tracking it"
+            )),
             Verdict::Delete { needs } if prune >= needs => None,
             Verdict::Delete {
                 needs: Prune::Dangerous,
@@ -312,6 +342,7 @@ impl Verdict {
             Verdict::Controlled => {
                 "kept: another object controls it now (its `ownerReferences`)".to_owned()
             }
+            Verdict::HandedOver(controller) => format!("kept: handed over to {controller}"),
             Verdict::Delete {
                 needs: Prune::Dangerous,
             } => format!(
@@ -355,14 +386,17 @@ pub(crate) mod tests {
     #[test]
     fn an_object_that_is_gone_is_forgotten() {
         let cm = object("", "ConfigMap", Some("a"), "x");
-        assert_eq!(verdict(&cm, "m", None, &[]), Verdict::NotOurs);
+        assert_eq!(
+            verdict(&cm, "m", None, Recorded::default()),
+            Verdict::NotOurs
+        );
     }
 
     #[test]
     fn an_object_another_manifest_applied_since_is_not_deleted() {
         let cm = object("", "ConfigMap", Some("a"), "x");
         assert_eq!(
-            verdict(&cm, "m", Some(&ours("other")), &[]),
+            verdict(&cm, "m", Some(&ours("other")), Recorded::default()),
             Verdict::NotOurs
         );
     }
@@ -372,23 +406,29 @@ pub(crate) mod tests {
         let cm = object("", "ConfigMap", Some("a"), "x");
         let by_hand =
             json!({"metadata": {"managedFields": [{"manager": "kubectl-client-side-apply"}]}});
-        assert_eq!(verdict(&cm, "m", Some(&by_hand), &[]), Verdict::NotOurs);
+        assert_eq!(
+            verdict(&cm, "m", Some(&by_hand), Recorded::default()),
+            Verdict::NotOurs
+        );
         for manager in ["tazuna", "tazuna/platform/tazuna.yaml"] {
             let by_tazuna = json!({"metadata": {"managedFields": [{"manager": manager}]}});
             assert_eq!(
-                verdict(&cm, "m", Some(&by_tazuna), &[]),
+                verdict(&cm, "m", Some(&by_tazuna), Recorded::default()),
                 Verdict::Delete { needs: Prune::On }
             );
         }
         let lookalike = json!({"metadata": {"managedFields": [{"manager": "tazuna-fake"}]}});
-        assert_eq!(verdict(&cm, "m", Some(&lookalike), &[]), Verdict::NotOurs);
+        assert_eq!(
+            verdict(&cm, "m", Some(&lookalike), Recorded::default()),
+            Verdict::NotOurs
+        );
     }
 
     #[test]
     fn the_keep_annotation_releases_it() {
         let cm = object("", "ConfigMap", Some("a"), "x");
         let live = json!({"metadata": {"annotations": {PRUNE_ANNOTATION: "disabled"}}});
-        let verdict = verdict(&cm, "m", Some(&live), &[]);
+        let verdict = verdict(&cm, "m", Some(&live), Recorded::default());
         assert_eq!(verdict, Verdict::Released);
         assert!(verdict.kept_because(&cm, Prune::Dangerous, true).is_some());
         assert!(!verdict.tracked());
@@ -406,7 +446,7 @@ pub(crate) mod tests {
                 "x.example.com",
             ),
         ] {
-            let verdict = verdict(&held, "m", Some(&ours("m")), &[]);
+            let verdict = verdict(&held, "m", Some(&ours("m")), Recorded::default());
             assert_eq!(
                 verdict,
                 Verdict::Delete {
@@ -430,7 +470,7 @@ pub(crate) mod tests {
     #[test]
     fn prune_off_keeps_it_unless_the_manifest_prunes_itself() {
         let cm = object("", "ConfigMap", Some("a"), "x");
-        let verdict = verdict(&cm, "m", Some(&ours("m")), &[]);
+        let verdict = verdict(&cm, "m", Some(&ours("m")), Recorded::default());
         assert!(verdict.kept_because(&cm, Prune::Off, false).is_some());
         assert_eq!(verdict.kept_because(&cm, Prune::Off, true), None);
         assert_eq!(verdict.kept_because(&cm, Prune::On, false), None);
@@ -480,7 +520,7 @@ pub(crate) mod tests {
             object("", "ServiceAccount", Some("team"), "default"),
         ];
         for object in made {
-            let verdict = verdict(&object, "m", Some(&ours("m")), &[]);
+            let verdict = verdict(&object, "m", Some(&ours("m")), Recorded::default());
             assert_eq!(verdict, Verdict::ControlPlane, "{object}");
             assert!(
                 verdict
@@ -494,7 +534,10 @@ pub(crate) mod tests {
         let role = object("rbac.authorization.k8s.io", "ClusterRole", None, "admin");
         let mut live = ours("m");
         live["metadata"]["labels"] = json!({BOOTSTRAP_LABEL: "rbac-defaults"});
-        assert_eq!(verdict(&role, "m", Some(&live), &[]), Verdict::ControlPlane);
+        assert_eq!(
+            verdict(&role, "m", Some(&live), Recorded::default()),
+            Verdict::ControlPlane
+        );
     }
 
     #[test]
@@ -505,12 +548,15 @@ pub(crate) mod tests {
             {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-the-controller"},
             {"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret", "name": "repo", "controller": true}
         ]);
-        assert_eq!(verdict(&secret, "m", Some(&live), &[]), Verdict::Controlled);
+        assert_eq!(
+            verdict(&secret, "m", Some(&live), Recorded::default()),
+            Verdict::Controlled
+        );
         assert_eq!(controller_of(&live).as_deref(), Some("ExternalSecret/repo"));
         assert!(!Verdict::Controlled.tracked());
         live["metadata"]["ownerReferences"][1]["controller"] = json!(false);
         assert!(matches!(
-            verdict(&secret, "m", Some(&live), &[]),
+            verdict(&secret, "m", Some(&live), Recorded::default()),
             Verdict::Delete { .. }
         ));
     }
@@ -525,7 +571,7 @@ pub(crate) mod tests {
             object("", "ServiceAccount", Some("kube-system"), "cilium"),
             object("", "Namespace", None, "kube-flannel"),
         ] {
-            let verdict = verdict(&object, "m", Some(&ours("m")), &[]);
+            let verdict = verdict(&object, "m", Some(&ours("m")), Recorded::default());
             assert!(
                 matches!(verdict, Verdict::Delete { .. }),
                 "{object}: {verdict:?}"
@@ -566,7 +612,15 @@ pub(crate) mod tests {
             (made(&["kube-apiserver", "kubectl-label"]), false),
             (made(&["helm-fake", "kubectl-fake"]), false),
         ] {
-            let verdict = verdict(&service, "m", Some(&ours("m")), &adopted_from);
+            let verdict = verdict(
+                &service,
+                "m",
+                Some(&ours("m")),
+                Recorded {
+                    adopted_from: &adopted_from,
+                    handed_over: None,
+                },
+            );
             assert_eq!(
                 matches!(verdict, Verdict::Delete { .. }),
                 deleted,
@@ -611,8 +665,30 @@ pub(crate) mod tests {
     fn a_node_is_never_deleted() {
         let node = object("", "Node", None, "kwok-node-0");
         assert_eq!(
-            verdict(&node, "m", Some(&ours("m")), &[]),
+            verdict(&node, "m", Some(&ours("m")), Recorded::default()),
             Verdict::ControlPlane
+        );
+    }
+
+    #[test]
+    fn a_handed_over_object_is_never_deleted_and_its_record_is_forgotten() {
+        let cm = object("", "ConfigMap", Some("flux-system"), "root");
+        let handed = Recorded {
+            adopted_from: &[],
+            handed_over: Some(Controller::Flux),
+        };
+        let verdict = verdict(&cm, "m", Some(&ours("m")), handed);
+        assert_eq!(verdict, Verdict::HandedOver(Controller::Flux));
+        assert!(!verdict.tracked());
+        let why = verdict.kept_because(&cm, Prune::Dangerous, true).unwrap();
+        assert!(why.contains("handed over to Flux"), "{why}");
+        // Not read (a removed manifest's plan): the same.
+        assert_eq!(unread(&cm, handed), Verdict::HandedOver(Controller::Flux));
+        // Gone live, or applied since by another manifest: forgotten.
+        assert_eq!(super::verdict(&cm, "m", None, handed), Verdict::NotOurs);
+        assert_eq!(
+            super::verdict(&cm, "m", Some(&ours("other")), handed),
+            Verdict::NotOurs
         );
     }
 }

@@ -142,6 +142,17 @@ fn text(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str) -> 
             }
         }
     }
+    // What a GitOps controller owns now: not compared, said once each.
+    for handed in &report.handed_over {
+        let _ = writeln!(
+            out,
+            "{} {}: {} ({}; not compared)",
+            color.hint("= handed over"),
+            handed.manifest,
+            handed.object,
+            handed.handover
+        );
+    }
     if report.changes.is_empty() {
         let _ = write!(out, "{empty} ({} objects unchanged)", report.unchanged);
     } else {

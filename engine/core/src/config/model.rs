@@ -275,6 +275,8 @@ pub struct Manifest {
     /// user did not write renders them (`adopt:`), as `<Kind>/<name>` or
     /// `<Kind>/<namespace>/<name>`; see [`Manifest::may_adopt`].
     pub adopt: Vec<String>,
+    /// The GitOps controller that takes its objects over (`handover:`).
+    pub handover: Option<crate::policy::Handover>,
     /// Checks run right after this manifest is applied.
     pub tests: Vec<Test>,
     /// The `type: parallel` entry this manifest is a child of. Without any

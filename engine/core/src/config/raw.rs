@@ -316,6 +316,36 @@ pub(crate) struct RawManifest {
     /// a registry, a helm hook): `<Kind>/<name>` for a cluster-scoped object,
     /// `<Kind>/<namespace>/<name>` for a namespaced one.
     pub adopt: Option<Vec<String>>,
+    /// A GitOps controller takes this manifest's objects over after the
+    /// first successful apply: Tazuna then only creates them when missing,
+    /// `plan` and `state drift` leave them out, and prune and destroy leave
+    /// them in place.
+    pub handover: Option<RawGitOpsHandover>,
+}
+
+/// `manifests[].handover`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(rename = "GitOpsHandover")]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGitOpsHandover {
+    /// The controller that takes over: `flux` or `argocd`.
+    pub to: crate::policy::Controller,
+    /// `ready` (default): once the objects are ready; `applied`: once they
+    /// are sent, without waiting for them.
+    pub after: Option<RawAfter>,
+    /// The objects handed over, as `<Kind>/<name>` or
+    /// `<Kind>/<namespace>/<name>`; every object of the manifest if absent.
+    pub objects: Option<Vec<String>>,
+}
+
+/// `handover.after`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum RawAfter {
+    /// Once sent.
+    Applied,
+    /// Once ready.
+    Ready,
 }
 
 /// The keys of [`RawManifest`], for the loader's own key check.
@@ -333,6 +363,7 @@ pub(crate) const MANIFEST_FIELDS: &[&str] = &[
     "prune",
     "createNamespace",
     "adopt",
+    "handover",
 ];
 
 /// Per-type blocks that need no plugin declaration: the built-ins and Go's `parallel`.

@@ -33,6 +33,7 @@ use serde_json::Value;
 use tazuna_core::config::{LoadBalancers, Manifest, Test, Wait};
 use tazuna_core::hooks::{self, Hook};
 use tazuna_core::inventory::{self, ObjectRef, Phase};
+use tazuna_core::policy::{self, After, Decision};
 use tracing::Instrument as _;
 
 use tazuna_core::hint::Hint;
@@ -154,6 +155,8 @@ pub(crate) struct Prepared {
     /// Whom a dry run acts as, when not the stack's own manager
     /// ([`FieldManager::as_for`]).
     acts_as: Option<String>,
+    /// Whether it is sent at all ([`policy::decide`]).
+    decision: Decision,
 }
 
 /// The hash prefix of state migrated from Go Tazuna (see `state::legacy`).
@@ -418,6 +421,7 @@ impl Run<'_> {
             entries.extend(gone.into_iter().cloned());
         }
 
+        mark_handed_over(manifest, &rendered_set, &mut entries);
         let state = self.state_of(unit, rendered, entries, false);
         let unchanged =
             previous.is_some_and(|p| same_state(&p.state, &state) && p.legacy.is_none());
@@ -654,6 +658,11 @@ impl Run<'_> {
                 for value in objects {
                     let mut item = self.prepare(value.clone(), manifest, shared).await?;
                     let before = prior.get(&item.object);
+                    item.decision = policy::decide(
+                        &item.value,
+                        manifest.handover.as_ref(),
+                        before.and_then(|e| e.handover.as_ref()),
+                    )?;
                     item.restore = before.is_some_and(|e| e.hash == item.hash);
                     item.takeover = before.is_some_and(|e| e.hash.starts_with(GO_HASH_PREFIX));
                     prepared.push(item);
@@ -665,7 +674,13 @@ impl Run<'_> {
                     // Only what was sent and can be not ready is waited for.
                     // Unchanged objects were ready when their state was written and
                     // were not touched since; `tazuna status` shows them now.
+                    // Objects handed over once sent are not waited for.
+                    let handed_when_sent = manifest
+                        .handover
+                        .as_ref()
+                        .is_some_and(|h| h.after == After::Applied && h.covers(&entry.object()));
                     if let Some(applied) = sent
+                        && !handed_when_sent
                         && tazuna_core::readiness::has_rule(&applied, load_balancers)
                     {
                         let object = entry.object();
@@ -741,6 +756,27 @@ impl Run<'_> {
 }
 
 /// Whether two states record the same thing (the time aside).
+/// After a successful apply of `manifest`: each rendered object its
+/// `handover:` covers is recorded as handed over (when it first was), and
+/// the others, no longer covered, are taken back.
+fn mark_handed_over(manifest: &Manifest, rendered: &HashSet<ObjectRef>, entries: &mut [Entry]) {
+    for entry in entries.iter_mut() {
+        let object = entry.object();
+        if !rendered.contains(&object) {
+            continue;
+        }
+        match &manifest.handover {
+            Some(handover) if handover.covers(&object) => {
+                entry.handover.get_or_insert_with(|| policy::HandedOver {
+                    to: handover.to,
+                    at: crate::state::now_rfc3339(),
+                });
+            }
+            _ => entry.handover = None,
+        }
+    }
+}
+
 fn same_state(a: &ManifestState, b: &ManifestState) -> bool {
     let mut a = a.clone();
     a.applied_at.clone_from(&b.applied_at);

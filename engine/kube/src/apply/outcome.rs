@@ -226,6 +226,8 @@ pub(crate) enum ManifestError {
     Anonymous { index: usize },
     #[error("{object}: annotation `{APPLY_WAVE}` is `{value}`, not a whole number")]
     Wave { object: ObjectRef, value: String },
+    #[error("{0}")]
+    Policy(#[from] tazuna_core::policy::PolicyError),
 }
 
 impl Hint for ManifestError {
@@ -244,6 +246,7 @@ impl Hint for ManifestError {
                 "waves go in ascending order, such as `{APPLY_WAVE}: \"-1\"` or `\"2\"`; objects without it are wave 0"
             )),
             Self::State(error) => error.hint(),
+            Self::Policy(error) => error.hint(),
             Self::Test(error) => error.hint(),
             Self::Wait(wait::WaitError::NotGone { blocking, .. }) if !blocking.is_empty() => {
                 let names = blocking.join("`, `");

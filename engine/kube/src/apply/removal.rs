@@ -98,7 +98,7 @@ impl Run<'_> {
         let value = live
             .as_ref()
             .map(|live| serde_json::to_value(live).unwrap_or(Value::Null));
-        let verdict = prune::verdict(object, manifest, value.as_ref(), &entry.adopted_from);
+        let verdict = prune::verdict(object, manifest, value.as_ref(), prune::Recorded::of(entry));
         if let Some(note) = verdict.kept_because(object, prune, false) {
             return Ok(Removal::Kept {
                 note,

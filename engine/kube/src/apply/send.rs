@@ -28,6 +28,7 @@ impl Run<'_> {
             takeover: false,
             rename: None,
             acts_as: None,
+            decision: Decision::Apply,
         })
     }
 
@@ -93,9 +94,11 @@ impl Run<'_> {
                     results[position] = Some((item.object, None, Action::Created));
                     continue;
                 }
+                let mut writers = Vec::new();
                 let current = match index.get(&item.object, &resolved).await {
                     Ok(current) => {
                         if let Some(live) = current {
+                            writers = prune::writers(live, self.manager.name());
                             item.rename = self.manager.rename_legacy(live);
                             let acts_as = self.manager.as_for(Some(live));
                             item.acts_as =
@@ -115,6 +118,20 @@ impl Run<'_> {
                     }
                 };
                 let before = prior.get(&item.object);
+                // Create-only, or handed over: what exists is left as it is.
+                if !item.decision.sends(current.is_some()) {
+                    let entry = match before {
+                        Some(entry) => (*entry).clone(),
+                        None => {
+                            let mut entry = Entry::new(&item.object, item.hash.clone(), None);
+                            entry.adopted_from = writers;
+                            entry
+                        }
+                    };
+                    notes[position] = item.decision.note();
+                    results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
+                    continue;
+                }
                 if let Some(entry) = before
                     && !self.settings.resend
                     && entry.hash == item.hash

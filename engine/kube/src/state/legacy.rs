@@ -58,6 +58,7 @@ pub(super) fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<Manif
             fields: None,
             removed_when_done: false,
             adopted_from: Vec::new(),
+            handover: None,
         });
     }
     objects.sort_by_key(Entry::object);

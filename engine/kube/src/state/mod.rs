@@ -122,6 +122,12 @@ pub struct Entry {
     /// files ([`crate::prune::DEPLOY_TOOLS`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub adopted_from: Vec<String>,
+    /// A GitOps controller took the object over (the manifest's
+    /// `handover:`): to whom and when. While the manifest declares it,
+    /// Tazuna only creates the object when it is missing; prune and destroy
+    /// never delete it ([`tazuna_core::policy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<tazuna_core::policy::HandedOver>,
 }
 
 impl Entry {
@@ -148,6 +154,7 @@ impl Entry {
             fields,
             removed_when_done: false,
             adopted_from: Vec::new(),
+            handover: None,
         }
     }
 

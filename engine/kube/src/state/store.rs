@@ -315,6 +315,7 @@ mod tests {
                     fields: Some(format!("sha256:{:064x}", i * 104729)),
                     removed_when_done: false,
                     adopted_from: Vec::new(),
+                    handover: None,
                 })
                 .collect(),
         }

@@ -369,6 +369,47 @@ impl Expander<'_> {
                 });
             }
         }
+        let handover = match raw.handover {
+            None => None,
+            Some(raw_handover) => {
+                let objects = raw_handover.objects.unwrap_or_default();
+                let objects_path = path.key("handover").key("objects");
+                for (k, named) in objects.iter().enumerate() {
+                    let parts: Vec<&str> = named.split('/').collect();
+                    if !(2..=3).contains(&parts.len()) || parts.iter().any(|p| p.is_empty()) {
+                        return Err(ConfigError::Invalid {
+                            message: format!(
+                                "manifest `{name}`: `handover.objects` entry `{named}` is not `<Kind>/<name>` or `<Kind>/<namespace>/<name>`"
+                            ),
+                            hint: Some(
+                                "name one object per entry, as `Kustomization/flux-system/flux-system`, or leave `objects` out to hand over every object".to_owned(),
+                            ),
+                            at: doc.value_span(&objects_path.index(k)),
+                        });
+                    }
+                }
+                let after = match raw_handover.after {
+                    Some(crate::config::raw::RawAfter::Applied) => crate::policy::After::Applied,
+                    Some(crate::config::raw::RawAfter::Ready) | None => crate::policy::After::Ready,
+                };
+                if after == crate::policy::After::Ready && wait == Some(Wait::Off) {
+                    return Err(ConfigError::Invalid {
+                        message: format!(
+                            "manifest `{name}` hands over `after: ready` but does not wait (`wait: false`)"
+                        ),
+                        hint: Some(
+                            "set `handover.after: applied` to hand over without waiting, or let the manifest wait".to_owned(),
+                        ),
+                        at: doc.value_span(&path.key("handover")),
+                    });
+                }
+                Some(crate::policy::Handover {
+                    to: raw_handover.to,
+                    after,
+                    objects,
+                })
+            }
+        };
         let (depends_on, depends_at) = depends_on.into_iter().map(|(name, at)| (name, *at)).unzip();
         self.claims.push(Claim {
             name: name.clone(),
@@ -387,6 +428,7 @@ impl Expander<'_> {
                 prune: prune.unwrap_or(false),
                 create_namespace: create_namespace.unwrap_or(false),
                 adopt,
+                handover,
                 tests,
                 parallel: match nesting {
                     Nesting::ParallelChild(parent) => Some(parent.name.clone()),

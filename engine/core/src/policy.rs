@@ -1,0 +1,320 @@
+//! What Tazuna does to an object it applied before: the object policy an
+//! object carries as an annotation, and the hand-over of a manifest's
+//! objects to a GitOps controller (`handover:`). One pure function,
+//! [`decide`], called by `apply` (to act), by `plan` and `state drift` (to
+//! predict and to stay quiet), so what plan says is what apply does.
+//!
+//! - `tazuna.dev/apply: create-only` on an object: Tazuna creates it when
+//!   it is missing and never updates it, as Flux's
+//!   `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` does.
+//! - `handover: {to: flux, after: ready}` on a manifest: once an apply of
+//!   the manifest succeeded (its objects ready, with `after: ready`), the
+//!   state records each covered object as handed over, to whom and when.
+//!   From then on the object is create-only, `plan` and `state drift` do
+//!   not compare it, and prune and destroy leave it (see the prune
+//!   verdict). Removing `handover:` from the manifest takes the objects
+//!   back: the next apply sends them again.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::inventory::ObjectRef;
+
+/// The annotation that sets an object's apply policy.
+pub const APPLY_ANNOTATION: &str = "tazuna.dev/apply";
+
+/// The values [`APPLY_ANNOTATION`] may hold, each with what it does.
+pub const APPLY_POLICIES: [(&str, &str); 2] = [
+    (
+        "always",
+        "sent on every apply that changes it (the default)",
+    ),
+    (
+        "create-only",
+        "created when missing, never updated (`IfNotPresent`)",
+    ),
+];
+
+/// The GitOps controller a manifest's objects are handed over to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum Controller {
+    /// Flux (its kustomize-controller and helm-controller).
+    #[serde(rename = "flux")]
+    Flux,
+    /// Argo CD.
+    #[serde(rename = "argocd")]
+    ArgoCd,
+}
+
+impl fmt::Display for Controller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Flux => "Flux",
+            Self::ArgoCd => "Argo CD",
+        })
+    }
+}
+
+/// When the hand-over happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum After {
+    /// Once the covered objects are sent; they are not waited for (a root
+    /// `Kustomization` whose source is pushed later).
+    Applied,
+    /// Once they are ready, as the manifest's `wait` waits (the default).
+    #[default]
+    Ready,
+}
+
+/// A manifest's `handover:`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handover {
+    /// Who takes the objects over.
+    pub to: Controller,
+    /// When.
+    pub after: After,
+    /// The objects it covers, as `<Kind>/<name>` (in any namespace) or
+    /// `<Kind>/<namespace>/<name>`; empty: every object of the manifest.
+    pub objects: Vec<String>,
+}
+
+impl Handover {
+    /// Whether it covers `object`.
+    pub fn covers(&self, object: &ObjectRef) -> bool {
+        self.objects.is_empty()
+            || self.objects.iter().any(|named| {
+                let parts: Vec<&str> = named.split('/').collect();
+                match parts.as_slice() {
+                    [kind, name] => *kind == object.kind && *name == object.name,
+                    [kind, namespace, name] => {
+                        *kind == object.kind
+                            && object.namespace.as_deref() == Some(*namespace)
+                            && *name == object.name
+                    }
+                    _ => false,
+                }
+            })
+    }
+}
+
+/// What the state records of an object handed over.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandedOver {
+    /// To whom.
+    pub to: Controller,
+    /// When (RFC 3339): the end of the first apply that handed it over.
+    pub at: String,
+}
+
+impl fmt::Display for HandedOver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "handed over to {} at {}", self.to, self.at)
+    }
+}
+
+/// What apply sends of one object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Sent whenever it changed: the usual server-side apply.
+    Apply,
+    /// Created when missing, else left as it is live: not sent, not
+    /// compared by `plan` and `state drift`.
+    CreateOnly(Why),
+}
+
+/// Why an object is create-only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Its [`APPLY_ANNOTATION`] says so.
+    Annotated,
+    /// It was handed over.
+    HandedOver(HandedOver),
+}
+
+impl Decision {
+    /// Whether apply sends the object, which exists live or not.
+    pub fn sends(&self, exists: bool) -> bool {
+        match self {
+            Self::Apply => true,
+            Self::CreateOnly(_) => !exists,
+        }
+    }
+
+    /// What apply, plan and status say of an object left as it is.
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Self::Apply => None,
+            Self::CreateOnly(Why::Annotated) => Some(format!(
+                "create-only (`{APPLY_ANNOTATION}`); exists, not sent"
+            )),
+            Self::CreateOnly(Why::HandedOver(handed)) => Some(format!("{handed}; not sent")),
+        }
+    }
+}
+
+/// An object policy Tazuna does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{object}: annotation `{APPLY_ANNOTATION}` is `{value}`, which Tazuna does not know")]
+pub struct PolicyError {
+    /// The object.
+    pub object: ObjectRef,
+    /// What the annotation holds.
+    pub value: String,
+}
+
+impl crate::hint::Hint for PolicyError {
+    fn hint(&self) -> Option<String> {
+        let known: Vec<String> = APPLY_POLICIES
+            .iter()
+            .map(|(value, what)| format!("`{value}` ({what})"))
+            .collect();
+        Some(format!("use one of {}", known.join(", ")))
+    }
+}
+
+/// What apply does to `rendered` (as the manifest renders it now), which
+/// the manifest's `handover` may cover and which state may record as
+/// `recorded` (handed over before).
+///
+/// - Annotated `create-only`: create-only.
+/// - Covered by `handover` and recorded as handed over: create-only.
+/// - Covered but not recorded yet (the first apply): applied, and recorded
+///   as handed over once the manifest succeeds.
+/// - Recorded but no longer covered (the user took it back): applied.
+pub fn decide(
+    rendered: &Value,
+    handover: Option<&Handover>,
+    recorded: Option<&HandedOver>,
+) -> Result<Decision, PolicyError> {
+    let object = ObjectRef::of(rendered);
+    let annotation = rendered
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(APPLY_ANNOTATION))
+        .and_then(Value::as_str);
+    match annotation {
+        None | Some("always") => {}
+        Some("create-only") => return Ok(Decision::CreateOnly(Why::Annotated)),
+        Some(other) => {
+            return Err(PolicyError {
+                object: object.unwrap_or_else(|| ObjectRef {
+                    group: String::new(),
+                    version: String::new(),
+                    kind: String::new(),
+                    namespace: None,
+                    name: String::new(),
+                }),
+                value: other.to_owned(),
+            });
+        }
+    }
+    let covered = handover
+        .zip(object.as_ref())
+        .is_some_and(|(h, o)| h.covers(o));
+    match recorded {
+        Some(handed) if covered => Ok(Decision::CreateOnly(Why::HandedOver(handed.clone()))),
+        _ => Ok(Decision::Apply),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment(annotations: Value) -> Value {
+        json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "apps", "annotations": annotations},
+        })
+    }
+
+    fn flux(objects: &[&str]) -> Handover {
+        Handover {
+            to: Controller::Flux,
+            after: After::Ready,
+            objects: objects.iter().map(|o| (*o).to_owned()).collect(),
+        }
+    }
+
+    fn handed() -> HandedOver {
+        HandedOver {
+            to: Controller::Flux,
+            at: "2026-12-07T00:00:00Z".to_owned(),
+        }
+    }
+
+    #[test]
+    fn without_a_policy_an_object_is_applied() {
+        assert_eq!(
+            decide(&deployment(json!({})), None, None),
+            Ok(Decision::Apply)
+        );
+        let always = deployment(json!({APPLY_ANNOTATION: "always"}));
+        assert_eq!(decide(&always, None, None), Ok(Decision::Apply));
+    }
+
+    #[test]
+    fn a_create_only_object_is_sent_only_when_missing() {
+        let object = deployment(json!({APPLY_ANNOTATION: "create-only"}));
+        let decision = decide(&object, None, None).unwrap();
+        assert_eq!(decision, Decision::CreateOnly(Why::Annotated));
+        assert!(decision.sends(false));
+        assert!(!decision.sends(true));
+    }
+
+    #[test]
+    fn an_unknown_policy_is_refused_with_the_known_ones() {
+        let object = deployment(json!({APPLY_ANNOTATION: "IfNotPresent"}));
+        let error = decide(&object, None, None).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "apps/v1 Deployment apps/web: annotation `tazuna.dev/apply` is `IfNotPresent`, which Tazuna does not know"
+        );
+        let hint = crate::hint::Hint::hint(&error).unwrap();
+        assert!(hint.contains("`create-only`"), "{hint}");
+    }
+
+    #[test]
+    fn a_covered_object_is_applied_until_its_hand_over_is_recorded() {
+        let object = deployment(json!({}));
+        assert_eq!(decide(&object, Some(&flux(&[])), None), Ok(Decision::Apply));
+        assert_eq!(
+            decide(&object, Some(&flux(&[])), Some(&handed())),
+            Ok(Decision::CreateOnly(Why::HandedOver(handed())))
+        );
+    }
+
+    #[test]
+    fn a_hand_over_no_longer_declared_is_taken_back() {
+        let object = deployment(json!({}));
+        assert_eq!(decide(&object, None, Some(&handed())), Ok(Decision::Apply));
+        let other = flux(&["Deployment/apps/api"]);
+        assert_eq!(
+            decide(&object, Some(&other), Some(&handed())),
+            Ok(Decision::Apply)
+        );
+    }
+
+    #[test]
+    fn a_hand_over_covers_the_objects_it_names() {
+        let web = ObjectRef::of(&deployment(json!({}))).unwrap();
+        assert!(flux(&[]).covers(&web));
+        assert!(flux(&["Deployment/apps/web"]).covers(&web));
+        assert!(flux(&["Deployment/web"]).covers(&web));
+        assert!(!flux(&["Deployment/other/web"]).covers(&web));
+        assert!(!flux(&["StatefulSet/apps/web"]).covers(&web));
+        assert!(!flux(&["Deployment/apps/api"]).covers(&web));
+        let namespace = ObjectRef {
+            group: String::new(),
+            version: "v1".to_owned(),
+            kind: "Namespace".to_owned(),
+            namespace: None,
+            name: "apps".to_owned(),
+        };
+        assert!(flux(&["Namespace/apps"]).covers(&namespace));
+        assert!(!flux(&["Namespace/x/apps"]).covers(&namespace));
+    }
+}
