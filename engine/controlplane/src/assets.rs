@@ -62,6 +62,11 @@ pub enum Tool {
     /// External Secrets Operator's controller (`external-secrets`), run as a
     /// process for the hand-over tests; its CRDs sit in `crds/` beside it.
     ExternalSecrets,
+    /// Flux's source-controller, run as a process for the GitOps hand-over
+    /// tests and the benchmark; its CRDs sit in `crds/` beside it.
+    FluxSourceController,
+    /// Flux's kustomize-controller, likewise.
+    FluxKustomizeController,
 }
 
 impl Tool {
@@ -97,6 +102,8 @@ impl Tool {
             Tool::Sops => "sops",
             Tool::Vault => "vault",
             Tool::ExternalSecrets => "external-secrets",
+            Tool::FluxSourceController => "source-controller",
+            Tool::FluxKustomizeController => "kustomize-controller",
         }
     }
 
@@ -119,6 +126,13 @@ impl Tool {
             Tool::Sops => ("sops", "SOPS_VERSION"),
             Tool::Vault => ("vault", "VAULT_VERSION"),
             Tool::ExternalSecrets => ("external-secrets", "EXTERNAL_SECRETS_VERSION"),
+            Tool::FluxSourceController => {
+                ("flux-source-controller", "FLUX_SOURCE_CONTROLLER_VERSION")
+            }
+            Tool::FluxKustomizeController => (
+                "flux-kustomize-controller",
+                "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
+            ),
         }
     }
 

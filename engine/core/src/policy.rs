@@ -159,7 +159,7 @@ impl Decision {
 #[error("{object}: annotation `{APPLY_ANNOTATION}` is `{value}`, which Tazuna does not know")]
 pub struct PolicyError {
     /// The object.
-    pub object: ObjectRef,
+    pub object: Box<ObjectRef>,
     /// What the annotation holds.
     pub value: String,
 }
@@ -198,13 +198,13 @@ pub fn decide(
         Some("create-only") => return Ok(Decision::CreateOnly(Why::Annotated)),
         Some(other) => {
             return Err(PolicyError {
-                object: object.unwrap_or_else(|| ObjectRef {
+                object: Box::new(object.unwrap_or_else(|| ObjectRef {
                     group: String::new(),
                     version: String::new(),
                     kind: String::new(),
                     namespace: None,
                     name: String::new(),
-                }),
+                })),
                 value: other.to_owned(),
             });
         }
@@ -216,6 +216,61 @@ pub fn decide(
         Some(handed) if covered => Ok(Decision::CreateOnly(Why::HandedOver(handed.clone()))),
         _ => Ok(Decision::Apply),
     }
+}
+
+/// What a GitOps controller says of an object it reconciles, as `status`
+/// shows a handed-over object: a Flux object's `Ready` condition and
+/// revision, an Argo CD `Application`'s sync and health. `None` for other
+/// kinds.
+pub fn controller_view(live: &Value) -> Option<String> {
+    let api_version = live.get("apiVersion")?.as_str()?;
+    let group = api_version.split_once('/').map_or("", |(group, _)| group);
+    let kind = live.get("kind")?.as_str()?;
+    let text = |pointer: &str| live.pointer(pointer).and_then(Value::as_str);
+    if group.ends_with(".toolkit.fluxcd.io") {
+        let ready = live
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"));
+        let mut view = match ready {
+            Some(condition) => {
+                let field = |key: &str| condition.get(key).and_then(Value::as_str).unwrap_or("");
+                format!(
+                    "Flux: Ready={} ({}): {}",
+                    field("status"),
+                    field("reason"),
+                    field("message")
+                )
+            }
+            None => "Flux: no Ready condition yet".to_owned(),
+        };
+        if let Some(revision) =
+            text("/status/lastAppliedRevision").or_else(|| text("/status/artifact/revision"))
+        {
+            view.push_str(&format!("; revision `{revision}`"));
+        }
+        if live.pointer("/spec/suspend") == Some(&Value::Bool(true)) {
+            view.push_str("; suspended");
+        }
+        return Some(view);
+    }
+    if group == "argoproj.io" && kind == "Application" {
+        let mut view = format!(
+            "Argo CD: sync {}, health {}",
+            text("/status/sync/status").unwrap_or("unknown"),
+            text("/status/health/status").unwrap_or("unknown")
+        );
+        if let Some(revision) = text("/status/sync/revision") {
+            view.push_str(&format!(" at `{revision}`"));
+        }
+        if let Some(phase) = text("/status/operationState/phase") {
+            view.push_str(&format!("; last sync {phase}"));
+        }
+        return Some(view);
+    }
+    None
 }
 
 #[cfg(test)]
@@ -316,5 +371,42 @@ mod tests {
         };
         assert!(flux(&["Namespace/apps"]).covers(&namespace));
         assert!(!flux(&["Namespace/x/apps"]).covers(&namespace));
+    }
+
+    #[test]
+    fn the_controller_view_is_its_own_words() {
+        let kustomization = json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps", "namespace": "flux-system"},
+            "spec": {"suspend": true},
+            "status": {
+                "lastAppliedRevision": "latest@sha256:ab",
+                "conditions": [{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded", "message": "Applied revision: latest@sha256:ab"}],
+            },
+        });
+        assert_eq!(
+            controller_view(&kustomization).unwrap(),
+            "Flux: Ready=True (ReconciliationSucceeded): Applied revision: latest@sha256:ab; revision `latest@sha256:ab`; suspended"
+        );
+        let fresh = json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository"});
+        assert_eq!(
+            controller_view(&fresh).unwrap(),
+            "Flux: no Ready condition yet"
+        );
+        let application = json!({
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Application",
+            "status": {
+                "sync": {"status": "Synced", "revision": "abc123"},
+                "health": {"status": "Healthy"},
+                "operationState": {"phase": "Succeeded"},
+            },
+        });
+        assert_eq!(
+            controller_view(&application).unwrap(),
+            "Argo CD: sync Synced, health Healthy at `abc123`; last sync Succeeded"
+        );
+        assert_eq!(controller_view(&deployment(json!({}))), None);
     }
 }

@@ -20,6 +20,10 @@ pub struct Row {
     pub object: ObjectRef,
     /// Its readiness; missing objects and kinds no longer served are failed.
     pub readiness: Readiness,
+    /// To whom and when it was handed over, if it was.
+    pub handover: Option<tazuna_core::policy::HandedOver>,
+    /// What its GitOps controller says of it ([`tazuna_core::policy::controller_view`]).
+    pub controller: Option<String>,
 }
 
 /// The readiness of every object in `states`, in state order, and how many
@@ -33,6 +37,7 @@ pub async fn readiness(
     for stored in states.values() {
         for entry in &stored.state.objects {
             let object = entry.object();
+            let mut controller = None;
             let readiness = match cluster.resolve(&object) {
                 None => Readiness::Failed("its kind is no longer served".into()),
                 Some(resolved) => match live.get(&object, &resolved).await? {
@@ -41,13 +46,18 @@ pub async fn readiness(
                     None => Readiness::Failed("missing".into()),
                     // As helm's `--wait` judges: a load balancer's address
                     // is not readiness.
-                    Some(current) => readiness::assess(current, LoadBalancers::Ignored),
+                    Some(current) => {
+                        controller = tazuna_core::policy::controller_view(current);
+                        readiness::assess(current, LoadBalancers::Ignored)
+                    }
                 },
             };
             rows.push(Row {
                 manifest: stored.state.manifest.clone(),
                 object,
                 readiness,
+                handover: entry.handover.clone(),
+                controller,
             });
         }
     }

@@ -6,7 +6,6 @@
 //! them Ready, as a user would see it after a push.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, bail};
 use tazuna_controlplane::Cluster;
@@ -39,31 +38,25 @@ pub fn kustomize_dir() -> anyhow::Result<PathBuf> {
     )
 }
 
-/// Both controllers, running against one cluster; killed on drop.
+/// Both controllers ([`tazuna_tests::Flux`]), running against one
+/// cluster with their CRDs installed; stopped on drop.
 pub struct Flux {
-    children: Vec<Child>,
-    storage: PathBuf,
-}
-
-impl Drop for Flux {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_dir_all(&self.storage);
-    }
+    inner: tazuna_tests::Flux,
 }
 
 impl Flux {
     /// Installs the CRDs and starts the controllers.
-    pub fn start(cluster: &Cluster, work: &Path) -> anyhow::Result<Flux> {
-        let (source, kustomize) = (source_dir()?, kustomize_dir()?);
+    pub fn start(cluster: &Cluster, _work: &Path) -> anyhow::Result<Flux> {
+        let source = source_dir()?.join("source-controller");
+        let kustomize = kustomize_dir()?.join("kustomize-controller");
         let mut apply = cluster.kubectl();
-        apply
-            .args(["apply", "--server-side", "-f"])
-            .arg(source.join("crds"));
-        apply.arg("-f").arg(kustomize.join("crds"));
+        apply.args(["apply", "--server-side"]);
+        for file in tazuna_tests::Flux::crds(&source)
+            .into_iter()
+            .chain(tazuna_tests::Flux::crds(&kustomize))
+        {
+            apply.arg("-f").arg(file);
+        }
         super::workloads::quiet(&mut apply)?;
         poll(60, "Flux's CRDs to be established", || {
             let out = cluster
@@ -79,58 +72,13 @@ impl Flux {
                 .kubectl()
                 .args(["create", "namespace", "flux-system"]),
         )?;
-        let storage = work.join(format!("flux-storage-{}", cluster.name()));
-        std::fs::create_dir_all(&storage)?;
-        let port = free_port()?;
-        let logs = cluster.log_dir();
-        let spawn = |binary: PathBuf, args: Vec<String>, log: &str| -> anyhow::Result<Child> {
-            let log = std::fs::File::create(logs.join(log))?;
-            Command::new(&binary)
-                .args(args)
-                // controller-runtime reads KUBECONFIG (its current context
-                // is the cluster's); the controllers have no --kubeconfig flag.
-                .env("KUBECONFIG", cluster.kubeconfig())
-                .env("RUNTIME_NAMESPACE", "flux-system")
-                .stdout(log.try_clone()?)
-                .stderr(log)
-                .spawn()
-                .with_context(|| format!("starting {}", binary.display()))
-        };
-        let common = |extra: &[String]| {
-            let mut args = vec![
-                "--enable-leader-election=false".to_owned(),
-                "--metrics-addr=127.0.0.1:0".to_owned(),
-                "--health-addr=127.0.0.1:0".to_owned(),
-                "--log-level=error".to_owned(),
-                "--events-addr=".to_owned(),
-            ];
-            args.extend_from_slice(extra);
-            args
-        };
-        let source_controller = spawn(
-            source.join("source-controller"),
-            common(&[
-                format!("--storage-path={}", storage.display()),
-                format!("--storage-addr=127.0.0.1:{port}"),
-                format!("--storage-adv-addr=127.0.0.1:{port}"),
-            ]),
-            "flux-source-controller.log",
-        )?;
-        let kustomize_controller = spawn(
-            kustomize.join("kustomize-controller"),
-            // A Kustomization whose dependency is not ready is retried after
-            // this long (default 30 s); 1 s is in Flux's favour.
-            common(&["--requeue-dependency=1s".to_owned()]),
-            "flux-kustomize-controller.log",
-        )?;
-        Ok(Flux {
-            children: vec![source_controller, kustomize_controller],
-            storage,
-        })
+        let inner =
+            tazuna_tests::Flux::start(&source, &kustomize, cluster.kubeconfig(), "flux-system")?;
+        Ok(Flux { inner })
     }
 
     pub fn pids(&self) -> Vec<u32> {
-        self.children.iter().map(Child::id).collect()
+        self.inner.pids()
     }
 
     pub fn reset_peak_rss(&self) {
@@ -149,16 +97,8 @@ impl Flux {
     }
 
     /// Whether both controllers still run (a crash would look like a hang).
-    pub fn check_alive(&mut self, cluster: &Cluster) -> anyhow::Result<()> {
-        for child in &mut self.children {
-            if let Some(status) = child.try_wait()? {
-                bail!(
-                    "a Flux controller exited ({status}); its log is in {}",
-                    cluster.log_dir().display()
-                );
-            }
-        }
-        Ok(())
+    pub fn check_alive(&mut self, _cluster: &Cluster) -> anyhow::Result<()> {
+        self.inner.check_alive()
     }
 }
 
@@ -168,37 +108,15 @@ pub fn push_artifact(
     oras: &Path,
     registry: &str,
     workload: &Workload,
-    work: &Path,
+    _work: &Path,
 ) -> anyhow::Result<String> {
-    let tarball = work.join(format!("{}.tar.gz", workload.id));
-    super::workloads::quiet(
-        Command::new("tar")
-            .arg("-czf")
-            .arg(&tarball)
-            .arg("-C")
-            .arg(workload.objects())
-            .arg("."),
-    )?;
-    let config = work.join("flux-config.json");
-    std::fs::write(&config, "{}")?;
-    let reference = format!("{registry}/bench/{}:v1", workload.id);
-    let out = Command::new(oras)
-        .current_dir(work)
-        .args(["push", "--plain-http", &reference])
-        .arg(format!(
-            "--config={}:application/vnd.cncf.flux.config.v1+json",
-            config.display()
-        ))
-        .arg(format!(
-            "{}.tar.gz:application/vnd.cncf.flux.content.v1.tar+gzip",
-            workload.id
-        ))
-        .stdout(Stdio::null())
-        .output()?;
-    if !out.status.success() {
-        bail!("oras push: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(format!("oci://{registry}/bench/{}", workload.id))
+    tazuna_tests::flux::push_artifact(
+        oras,
+        registry,
+        &format!("bench/{}", workload.id),
+        "v1",
+        &workload.objects(),
+    )
 }
 
 /// The OCIRepository and the Kustomizations for `workload`.
@@ -270,10 +188,4 @@ pub fn wait_ready(cluster: &Cluster, flux: &mut Flux, handled: Option<&str>) -> 
         return wait_ready(cluster, flux, None);
     }
     Ok(())
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
 }

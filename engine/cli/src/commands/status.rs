@@ -78,11 +78,23 @@ impl Status {
         let not_ready = rows.iter().filter(|r| !r.readiness.is_ready()).count();
         let json: Vec<Value> = rows
             .iter()
-            .map(|r| serde_json::json!({"manifest": r.manifest, "object": r.object.to_string(), "ready": r.readiness.is_ready(), "reason": r.readiness.reason()}))
+            .map(|r| serde_json::json!({"manifest": r.manifest, "object": r.object.to_string(), "ready": r.readiness.is_ready(), "reason": r.readiness.reason(), "handover": r.handover, "controller": r.controller}))
             .collect();
         let mut text = String::new();
         for row in rows {
-            if self.all || !row.readiness.is_ready() {
+            // What a GitOps controller took over is always shown, in its
+            // controller's words.
+            if let Some(handover) = &row.handover {
+                let view = row.controller.as_deref().unwrap_or("");
+                let _ = writeln!(
+                    text,
+                    "{}  {}  {} ({handover}){}{view}",
+                    row.manifest,
+                    row.object,
+                    row.readiness,
+                    if view.is_empty() { "" } else { ": " },
+                );
+            } else if self.all || !row.readiness.is_ready() {
                 let _ = writeln!(text, "{}  {}  {}", row.manifest, row.object, row.readiness);
             }
         }

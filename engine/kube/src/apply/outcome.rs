@@ -16,7 +16,9 @@ pub enum Action {
     Pruned,
     /// Deleted by `tazuna destroy`.
     Deleted,
-    /// No longer rendered, but kept (annotation, or a dangerous kind without `--prune-dangerous`).
+    /// Left as it is on purpose: create-only or handed over to a GitOps
+    /// controller and present live, or no longer rendered but kept
+    /// (annotation, or a dangerous kind without `--prune-dangerous`).
     Kept,
 }
 

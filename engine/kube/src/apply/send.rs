@@ -129,7 +129,7 @@ impl Run<'_> {
                         }
                     };
                     notes[position] = item.decision.note();
-                    results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
+                    results[position] = Some((item.object, Some((entry, None)), Action::Kept));
                     continue;
                 }
                 if let Some(entry) = before

@@ -1,0 +1,376 @@
+//! End-to-end: the hand-over to GitOps with Flux's real controllers.
+//!
+//! Tazuna installs Flux's CRDs and the root `OCIRepository` and
+//! `Kustomization`, waits until Flux reports them Ready, and hands them over
+//! (`handover: {to: flux}`); Flux alone reconciles the app layer from an OCI
+//! artifact in the harness registry. Flux's source-controller and
+//! kustomize-controller (pinned in versions.env) run as processes against the
+//! harness API server: they stand in for their Deployments, which kwok cannot
+//! run. Everything is checked through kubectl and the API server's audit log.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{kubectl_json, output, tazuna_on as tazuna, text, write};
+use serde_json::Value;
+use tazuna_tests::Tool;
+use tazuna_tests::e2e::{TestCluster, unique_suffix};
+
+fn run(cluster: &TestCluster, dir: &Path, args: &[&str]) -> Output {
+    output(tazuna(cluster, dir).args(args))
+}
+
+/// The state record of manifest `name`, parsed.
+fn state_of(cluster: &TestCluster, name: &str) -> Option<Value> {
+    let list = kubectl_json(
+        cluster,
+        &[
+            "-n",
+            "tazuna",
+            "get",
+            "configmaps",
+            "-l",
+            "tazuna.dev/state=manifest",
+        ],
+    );
+    list["items"].as_array()?.iter().find_map(|cm| {
+        let state: Value = serde_json::from_str(cm["data"]["state.json"].as_str()?).ok()?;
+        (state["manifest"] == name).then_some(state)
+    })
+}
+
+/// Whether `kubectl wait` sees `condition` on `object` within `seconds`.
+fn wait_for(cluster: &TestCluster, namespace: &str, object: &str, condition: &str) -> Output {
+    output(cluster.kubectl().args([
+        "wait",
+        "-n",
+        namespace,
+        object,
+        &format!("--for={condition}"),
+        "--timeout=120s",
+    ]))
+}
+
+/// Writes by Tazuna (its user agent) to `resources` since the audit log
+/// held `from` of its requests; `None` on a developer's cluster.
+fn writes_since(cluster: &TestCluster, from: usize, resources: &[&str]) -> Option<Vec<String>> {
+    let all = cluster.requests_from("tazuna/")?;
+    Some(
+        all[from.min(all.len())..]
+            .iter()
+            .filter(|e| e.is_write() && resources.contains(&e.resource.as_str()))
+            .map(|e| format!("{} {} {:?}", e.verb, e.resource, e.name))
+            .collect(),
+    )
+}
+
+/// Day one to day three of a hand-over to Flux: Tazuna installs Flux and
+/// its root objects and waits until Flux reports them Ready; Flux alone
+/// reconciles the app layer; Flux's own changes to the handed-over objects
+/// survive three more applies, which make no write to them; plan and drift
+/// stay quiet and status shows Flux's view; removing the hand-over manifest
+/// from the file and pruning leaves Flux's objects in place.
+#[test]
+fn flux_takes_over_and_tazuna_never_fights_it() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let Some(tools) = tazuna_tests::e2e::tools(&[
+        Tool::FluxSourceController,
+        Tool::FluxKustomizeController,
+        Tool::Oras,
+    ]) else {
+        return;
+    };
+    let Some(registry) = tazuna_tests::e2e::registry() else {
+        return;
+    };
+    let namespace = cluster.namespace("gitops");
+    let ns = namespace.name().to_owned();
+    let suffix = unique_suffix();
+
+    // The app layer, as a Flux OCI artifact: Flux alone applies it.
+    let app = tempfile::tempdir().unwrap();
+    write(
+        app.path(),
+        "settings.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-settings\n  namespace: {ns}\ndata:\n  color: blue\n"
+        ),
+    );
+    let url = tazuna_tests::flux::push_artifact(
+        &tools.path(Tool::Oras),
+        &format!("127.0.0.1:{}", registry.port()),
+        &format!("gitops/app-{suffix}"),
+        "v1",
+        app.path(),
+    )
+    .unwrap();
+
+    // Day one's file: Flux (its CRDs; the controllers run beside the
+    // cluster), then the root source and Kustomization, handed over.
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    let source = tools.path(Tool::FluxSourceController);
+    let kustomize = tools.path(Tool::FluxKustomizeController);
+    let crds: Vec<_> = tazuna_tests::Flux::crds(&source)
+        .into_iter()
+        .chain(tazuna_tests::Flux::crds(&kustomize))
+        .collect();
+    for file in &crds {
+        std::fs::create_dir_all(dir.join("flux")).unwrap();
+        std::fs::copy(file, dir.join("flux").join(file.file_name().unwrap())).unwrap();
+    }
+    write(
+        dir,
+        "root/source.yaml",
+        &format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: root
+  namespace: {ns}
+spec:
+  interval: 10m
+  url: {url}
+  insecure: true
+  ref:
+    tag: v1
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: root
+  namespace: {ns}
+spec:
+  interval: 10m
+  prune: true
+  path: ./
+  sourceRef:
+    kind: OCIRepository
+    name: root
+"
+        ),
+    );
+    let file = format!(
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: flux-{suffix}
+      type: manifests
+      path: flux
+    - name: flux-root-{suffix}
+      type: manifests
+      path: root
+      dependsOn: [flux-{suffix}]
+      wait:
+        timeoutSeconds: 120
+      handover:
+        to: flux
+        after: ready
+"
+    );
+    write(dir, "tazuna.yaml", &file);
+
+    // Day one: the apply waits for Flux's Ready, so the controllers start
+    // once their CRDs are established, as their Deployment would.
+    let mut apply = tazuna(cluster, dir);
+    let day_one = apply
+        .arg("apply")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !crds_established(cluster, crds.len()) {
+        assert!(
+            Instant::now() < deadline,
+            "Flux's CRDs were not established"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let _flux = tazuna_tests::Flux::start(&source, &kustomize, cluster.kubeconfig(), &ns).unwrap();
+    let day_one = day_one.wait_with_output().unwrap();
+    assert!(day_one.status.success(), "{}", text(&day_one));
+    let ready = wait_for(cluster, &ns, "kustomization/root", "condition=Ready");
+    assert!(ready.status.success(), "{}", text(&ready));
+    // Flux alone applied the app layer; Tazuna records none of it.
+    let settings = kubectl_json(
+        cluster,
+        &[
+            "-n",
+            &ns,
+            "get",
+            "configmap",
+            "app-settings",
+            "--show-managed-fields",
+        ],
+    );
+    let managers: Vec<&str> = settings["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["manager"].as_str())
+        .collect();
+    assert_eq!(managers, ["kustomize-controller"], "{settings}");
+    let root_state = state_of(cluster, &format!("flux-root-{suffix}")).expect("state recorded");
+    let handed: Vec<&Value> = root_state["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["handover"]["to"] == "flux")
+        .collect();
+    assert_eq!(
+        handed.len(),
+        2,
+        "both root objects handed over: {root_state}"
+    );
+    assert!(!root_state.to_string().contains("app-settings"));
+
+    // Flux's side changes the handed-over objects: `flux reconcile` asks
+    // for a reconcile, and the interval is changed through Flux's own field
+    // manager.
+    let patch = output(cluster.kubectl().args([
+        "-n",
+        &ns,
+        "patch",
+        "kustomization",
+        "root",
+        "--type=merge",
+        "--field-manager=flux",
+        "-p",
+        r#"{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"day-two"}},"spec":{"interval":"7m"}}"#,
+    ]));
+    assert!(patch.status.success(), "{}", text(&patch));
+
+    // Days two to four: three applies write nothing to what Flux owns, and
+    // Flux's changes survive.
+    let before = cluster.requests_from("tazuna/").map(|r| r.len());
+    for day in 2..=4 {
+        let again = run(cluster, dir, &["apply"]);
+        assert!(again.status.success(), "day {day}: {}", text(&again));
+        assert!(
+            text(&again).contains("handed over to Flux"),
+            "day {day}: {}",
+            text(&again)
+        );
+    }
+    if let Some(before) = before {
+        let written =
+            writes_since(cluster, before, &["kustomizations", "ocirepositories"]).unwrap();
+        assert_eq!(
+            written,
+            Vec::<String>::new(),
+            "writes to handed-over objects"
+        );
+    }
+    let root = kubectl_json(cluster, &["-n", &ns, "get", "kustomization", "root"]);
+    assert_eq!(root["spec"]["interval"], "7m", "{root}");
+    assert_eq!(
+        root["metadata"]["annotations"]["reconcile.fluxcd.io/requestedAt"],
+        "day-two"
+    );
+
+    // Day 400: the file moves Flux to a new version (its CRDs change);
+    // Tazuna upgrades Flux itself and touches nothing Flux owns.
+    for file in &crds {
+        let path = dir.join("flux").join(file.file_name().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let upgraded = text.replacen(
+            "metadata:\n",
+            "metadata:\n  labels:\n    app.kubernetes.io/version: next\n",
+            1,
+        );
+        assert_ne!(text, upgraded, "{}", path.display());
+        std::fs::write(&path, upgraded).unwrap();
+    }
+    let before = cluster.requests_from("tazuna/").map(|r| r.len());
+    let upgrade = run(cluster, dir, &["apply"]);
+    assert!(upgrade.status.success(), "{}", text(&upgrade));
+    let crd = kubectl_json(
+        cluster,
+        &["get", "crd", "kustomizations.kustomize.toolkit.fluxcd.io"],
+    );
+    assert_eq!(
+        crd["metadata"]["labels"]["app.kubernetes.io/version"],
+        "next",
+        "{}",
+        text(&upgrade)
+    );
+    if let Some(before) = before {
+        let written =
+            writes_since(cluster, before, &["kustomizations", "ocirepositories"]).unwrap();
+        assert_eq!(
+            written,
+            Vec::<String>::new(),
+            "writes to handed-over objects"
+        );
+    }
+    let ready = wait_for(cluster, &ns, "kustomization/root", "condition=Ready");
+    assert!(ready.status.success(), "{}", text(&ready));
+
+    // Plan and drift stay quiet, and say what was handed over.
+    let plan = run(cluster, dir, &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    assert!(
+        text(&plan).contains("handed over to Flux") && text(&plan).contains("Kustomization"),
+        "{}",
+        text(&plan)
+    );
+    let drift = run(cluster, dir, &["state", "drift"]);
+    assert_eq!(drift.status.code(), Some(0), "{}", text(&drift));
+    // Status shows Flux's own view of what it took over.
+    let status = run(cluster, dir, &["status"]);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(
+        text(&status).contains("Flux: Ready=True"),
+        "{}",
+        text(&status)
+    );
+
+    // The user removes the hand-over manifest from the file and prunes:
+    // Flux's objects stay, and the run says why.
+    let without_root = file
+        .split(&format!("    - name: flux-root-{suffix}"))
+        .next()
+        .unwrap()
+        .to_owned();
+    write(dir, "tazuna.yaml", &without_root);
+    let pruned = run(cluster, dir, &["apply", "--prune"]);
+    assert!(pruned.status.success(), "{}", text(&pruned));
+    assert!(
+        text(&pruned).contains("handed over to Flux"),
+        "{}",
+        text(&pruned)
+    );
+    for object in [
+        "kustomization/root",
+        "ocirepository/root",
+        "configmap/app-settings",
+    ] {
+        let kept = output(cluster.kubectl().args(["-n", &ns, "get", object]));
+        assert!(
+            kept.status.success(),
+            "{object} was deleted: {}",
+            text(&pruned)
+        );
+    }
+    assert!(state_of(cluster, &format!("flux-root-{suffix}")).is_none());
+}
+
+/// Whether all `count` of Flux's CRDs are established.
+fn crds_established(cluster: &TestCluster, count: usize) -> bool {
+    let out = output(cluster.kubectl().args([
+        "get",
+        "crd",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type==\"Established\")].status}{\"\\n\"}{end}",
+    ]));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let flux: Vec<&str> = text.lines().filter(|l| l.contains("fluxcd.io=")).collect();
+    flux.len() == count && flux.iter().all(|l| l.ends_with("=True"))
+}
