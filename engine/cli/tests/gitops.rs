@@ -332,6 +332,36 @@ spec:
         text(&status)
     );
 
+    // A misconfiguration: the file also sets a field Flux applies. It is
+    // reported with Flux's manager named, and not forced: Flux's value stays.
+    write(
+        dir,
+        "clash/settings.yaml",
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-settings\n  namespace: {ns}\ndata:\n  color: green\n"
+        ),
+    );
+    let clashing =
+        format!("{file}    - name: clash-{suffix}\n      type: manifests\n      path: clash\n");
+    write(dir, "tazuna.yaml", &clashing);
+    let plan = run(cluster, dir, &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    assert!(
+        text(&plan).contains("! conflict") && text(&plan).contains("kustomize-controller"),
+        "{}",
+        text(&plan)
+    );
+    let clash = run(cluster, dir, &["apply"]);
+    assert_eq!(clash.status.code(), Some(1), "{}", text(&clash));
+    assert!(
+        text(&clash).contains("`kustomize-controller` (Flux applies a Kustomization's files)"),
+        "{}",
+        text(&clash)
+    );
+    let settings = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "app-settings"]);
+    assert_eq!(settings["data"]["color"], "blue", "{settings}");
+    write(dir, "tazuna.yaml", &file);
+
     // The user removes the hand-over manifest from the file and prunes:
     // Flux's objects stay, and the run says why.
     let without_root = file
@@ -373,4 +403,195 @@ fn crds_established(cluster: &TestCluster, count: usize) -> bool {
     let text = String::from_utf8_lossy(&out.stdout);
     let flux: Vec<&str> = text.lines().filter(|l| l.contains("fluxcd.io=")).collect();
     flux.len() == count && flux.iter().all(|l| l.ends_with("=True"))
+}
+
+/// The hand-over to Argo CD. Argo CD's controller does not build from the
+/// module proxy here (its gitops-engine module fails on the Go versions
+/// served), so the test stands in for it: with Argo CD's real CRDs, it
+/// writes the root `Application`'s status as the application controller
+/// does (a merge patch of `status` by `argocd-application-controller`;
+/// the CRD has no status subresource) and, as Argo CD managing itself
+/// (app of apps), applies the Application server-side as
+/// `argocd-controller` with its tracking annotation. Tazuna waits for
+/// Synced and Healthy, hands over, and then neither writes the Application
+/// nor reports Argo CD's changes.
+#[test]
+fn argo_cd_takes_over_the_root_application() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("argo-handover");
+    let ns = namespace.name().to_owned();
+    let suffix = unique_suffix();
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    std::fs::create_dir_all(dir.join("argo-crds")).unwrap();
+    std::fs::copy(
+        common::root().join("examples/quickstart/argo-cd/crds/application-crd.yaml"),
+        dir.join("argo-crds/application-crd.yaml"),
+    )
+    .unwrap();
+    write(
+        dir,
+        "root/application.yaml",
+        &format!(
+            "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: root
+  namespace: {ns}
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.com/platform/apps.git
+    targetRevision: v1
+    path: apps
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: apps
+"
+        ),
+    );
+    write(
+        dir,
+        "tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: argo-crds-{suffix}
+      type: manifests
+      path: argo-crds
+    - name: argo-root-{suffix}
+      type: manifests
+      path: root
+      dependsOn: [argo-crds-{suffix}]
+      tags: [root]
+      wait:
+        timeoutSeconds: 60
+      handover:
+        to: argocd
+"
+        ),
+    );
+
+    // Day one: Tazuna waits for Synced and Healthy, which the stand-in
+    // writes once the Application exists.
+    let day_one = tazuna(cluster, dir)
+        .arg("apply")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let written = output(cluster.kubectl().args([
+            "-n",
+            &ns,
+            "patch",
+            "application",
+            "root",
+            "--type=merge",
+            "--field-manager=argocd-application-controller",
+            "-p",
+            r#"{"status":{"sync":{"status":"Synced","revision":"4f1c2a9"},"health":{"status":"Healthy"},"operationState":{"operation":{"sync":{"revision":"4f1c2a9"}},"phase":"Succeeded","message":"successfully synced (all tasks run)","startedAt":"2026-12-07T00:00:00Z","finishedAt":"2026-12-07T00:00:02Z"}}}"#,
+        ]));
+        if written.status.success() {
+            break;
+        }
+        // Not there yet is the only reason to try again.
+        assert!(
+            (text(&written).contains("NotFound")
+                || text(&written).contains("doesn't have a resource type"))
+                && Instant::now() < deadline,
+            "{}",
+            text(&written)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let day_one = day_one.wait_with_output().unwrap();
+    assert!(day_one.status.success(), "{}", text(&day_one));
+    let state = state_of(cluster, &format!("argo-root-{suffix}")).expect("state recorded");
+    assert_eq!(state["objects"][0]["handover"]["to"], "argocd", "{state}");
+
+    // Argo CD manages its root Application itself from day two: it applies
+    // a new revision and its tracking annotation server-side.
+    write(
+        dir,
+        "argo-self.yaml",
+        &format!(
+            "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: root
+  namespace: {ns}
+  annotations:
+    argocd.argoproj.io/tracking-id: root:argoproj.io/Application:{ns}/root
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.com/platform/apps.git
+    targetRevision: v2
+    path: apps
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: apps
+"
+        ),
+    );
+    let self_managed = output(cluster.kubectl().args([
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=argocd-controller",
+        "-f",
+        dir.join("argo-self.yaml").to_str().unwrap(),
+    ]));
+    assert!(self_managed.status.success(), "{}", text(&self_managed));
+
+    let before = cluster.requests_from("tazuna/").map(|r| r.len());
+    for day in 2..=4 {
+        let again = run(cluster, dir, &["apply"]);
+        assert!(again.status.success(), "day {day}: {}", text(&again));
+    }
+    if let Some(before) = before {
+        let written = writes_since(cluster, before, &["applications"]).unwrap();
+        assert_eq!(
+            written,
+            Vec::<String>::new(),
+            "writes to the handed-over Application"
+        );
+    }
+    let root = kubectl_json(cluster, &["-n", &ns, "get", "application", "root"]);
+    assert_eq!(root["spec"]["source"]["targetRevision"], "v2", "{root}");
+    let plan = run(cluster, dir, &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    let drift = run(cluster, dir, &["state", "drift"]);
+    assert_eq!(drift.status.code(), Some(0), "{}", text(&drift));
+    let status = run(cluster, dir, &["status"]);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(
+        text(&status).contains("handed over to Argo CD")
+            && text(&status).contains("Argo CD: sync Synced, health Healthy at `4f1c2a9`"),
+        "{}",
+        text(&status)
+    );
+
+    // Destroy of the root layer leaves the handed-over Application, and
+    // says what it leaves and why.
+    let destroy = run(cluster, dir, &["destroy", "-t", "root", "--yes"]);
+    assert!(destroy.status.success(), "{}", text(&destroy));
+    assert!(
+        text(&destroy).contains("handed over to Argo CD"),
+        "{}",
+        text(&destroy)
+    );
+    let kept = output(
+        cluster
+            .kubectl()
+            .args(["-n", &ns, "get", "application", "root"]),
+    );
+    assert!(kept.status.success(), "{}", text(&destroy));
+    assert!(state_of(cluster, &format!("argo-root-{suffix}")).is_none());
 }

@@ -236,10 +236,7 @@ impl Hint for ManifestError {
     fn hint(&self) -> Option<String> {
         match self {
             Self::UnknownKind { hint, .. } => hint.clone(),
-            Self::Conflict { .. } => Some(
-                "another tool owns these fields; rerun with `--force-conflicts` to take them over"
-                    .into(),
-            ),
+            Self::Conflict { message, .. } => Some(crate::objects::errors::conflict_hint(message)),
             Self::Immutable { .. } => {
                 Some("rerun with `--recreate` to delete and re-create it".into())
             }

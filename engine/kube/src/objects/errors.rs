@@ -35,13 +35,7 @@ pub fn is_unknown_field(message: &str) -> bool {
 /// stay a conflict.
 pub fn hand_edits(conflict: &str, live: Option<&Value>) -> Option<Vec<String>> {
     let managed = live?.pointer("/metadata/managedFields")?.as_array()?;
-    let mut names: Vec<&str> = conflict
-        .split("conflict with \"")
-        .skip(1)
-        .filter_map(|rest| rest.split('"').next())
-        .collect();
-    names.sort_unstable();
-    names.dedup();
+    let names = conflicting_managers(conflict);
     if names.is_empty() {
         return None;
     }
@@ -59,6 +53,50 @@ pub fn hand_edits(conflict: &str, live: Option<&Value>) -> Option<Vec<String>> {
         .iter()
         .all(|name| by_update(name))
         .then(|| names.iter().map(|n| format!("`{n}`")).collect())
+}
+
+/// The field managers a server-side apply conflict names, sorted, each once.
+pub fn conflicting_managers(conflict: &str) -> Vec<&str> {
+    // One manager: `conflict with "m": .f`; several fields or managers:
+    // `conflicts with "m" using v1:\n- .f`.
+    let mut names: Vec<&str> = conflict
+        .match_indices("with \"")
+        .filter(|(at, _)| {
+            let before = &conflict[..*at];
+            before.ends_with("conflict ") || before.ends_with("conflicts ")
+        })
+        .filter_map(|(at, with)| conflict[at + with.len()..].split('"').next())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// What to do about a conflict with other appliers: each named, with the
+/// tool it is when Tazuna knows it ([`crate::prune::DEPLOY_TOOLS`]), and
+/// the ways out; never to force by default, since an applier that reconciles
+/// takes the fields back and the two would fight.
+pub fn conflict_hint(conflict: &str) -> String {
+    let named: Vec<String> = conflicting_managers(conflict)
+        .into_iter()
+        .map(|name| {
+            match crate::prune::DEPLOY_TOOLS
+                .iter()
+                .find(|(manager, _)| *manager == name)
+            {
+                Some((_, what)) => format!("`{name}` ({what})"),
+                None => format!("`{name}`"),
+            }
+        })
+        .collect();
+    let who = if named.is_empty() {
+        "another tool".to_owned()
+    } else {
+        named.join(", ")
+    };
+    format!(
+        "{who} applies these fields too, so the two would take them from each other: leave them to it (drop them from this manifest, or hand the object over with `handover:`), or rerun with `--force-conflicts` to take them"
+    )
 }
 
 #[cfg(test)]
@@ -79,5 +117,23 @@ mod tests {
         assert!(is_immutable(service));
         assert!(is_immutable(job));
         assert!(!is_immutable(unknown_builtin));
+    }
+
+    #[test]
+    fn a_conflict_hint_names_each_other_applier_and_the_tool_it_is() {
+        // As kube-apiserver v1.37.2 words it.
+        let message = "Apply failed with 3 conflicts: conflicts with \"kustomize-controller\" using v1:\n- .data.color\n- .data.size\nconflicts with \"my-operator\":\n- .data.x";
+        assert_eq!(
+            conflicting_managers(message),
+            ["kustomize-controller", "my-operator"]
+        );
+        let hint = conflict_hint(message);
+        assert!(
+            hint.starts_with(
+                "`kustomize-controller` (Flux applies a Kustomization's files), `my-operator` applies these fields too"
+            ),
+            "{hint}"
+        );
+        assert!(hint.contains("`handover:`") && hint.contains("`--force-conflicts`"));
     }
 }
