@@ -207,6 +207,9 @@ fn summary(config: &Config, selected: &[&config::Manifest], tags: &[String]) -> 
             } => format!("{}s, load balancers", timeout.as_secs()),
         };
         let _ = writeln!(out, "      wait: {wait}, prune: {}", m.prune);
+        if let Some(handover) = &m.handover {
+            let _ = writeln!(out, "      handover: {handover:?}");
+        }
         let _ = writeln!(out, "      config: {}", json(&m.config));
         for test in &m.tests {
             let _ = writeln!(out, "      test: {}", describe_test(test));

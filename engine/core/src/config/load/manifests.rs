@@ -400,7 +400,7 @@ impl Expander<'_> {
                         hint: Some(
                             "set `handover.after: applied` to hand over without waiting, or let the manifest wait".to_owned(),
                         ),
-                        at: doc.value_span(&path.key("handover")),
+                        at: doc.value_span(&path.key("wait")),
                     });
                 }
                 Some(crate::policy::Handover {
