@@ -370,18 +370,30 @@ spec:
         .unwrap()
         .to_owned();
     write(dir, "tazuna.yaml", &without_root);
-    let pruned = run(cluster, dir, &["apply", "--prune"]);
+    // The source, named, goes; the Kustomization stays.
+    let named_source = format!("OCIRepository/{ns}/root");
+    let pruned = run(
+        cluster,
+        dir,
+        &["apply", "--prune", "--delete-handed-over", &named_source],
+    );
     assert!(pruned.status.success(), "{}", text(&pruned));
     assert!(
         text(&pruned).contains("handed over to Flux"),
         "{}",
         text(&pruned)
     );
-    for object in [
-        "kustomization/root",
-        "ocirepository/root",
-        "configmap/app-settings",
-    ] {
+    let source = output(
+        cluster
+            .kubectl()
+            .args(["-n", &ns, "get", "ocirepository/root"]),
+    );
+    assert!(
+        String::from_utf8_lossy(&source.stderr).contains("NotFound"),
+        "the named source was kept: {}",
+        text(&pruned)
+    );
+    for object in ["kustomization/root", "configmap/app-settings"] {
         let kept = output(cluster.kubectl().args(["-n", &ns, "get", object]));
         assert!(
             kept.status.success(),

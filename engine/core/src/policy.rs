@@ -83,20 +83,26 @@ pub struct Handover {
 impl Handover {
     /// Whether it covers `object`.
     pub fn covers(&self, object: &ObjectRef) -> bool {
-        self.objects.is_empty()
-            || self.objects.iter().any(|named| {
-                let parts: Vec<&str> = named.split('/').collect();
-                match parts.as_slice() {
-                    [kind, name] => *kind == object.kind && *name == object.name,
-                    [kind, namespace, name] => {
-                        *kind == object.kind
-                            && object.namespace.as_deref() == Some(*namespace)
-                            && *name == object.name
-                    }
-                    _ => false,
-                }
-            })
+        self.objects.is_empty() || names(&self.objects, object)
     }
+}
+
+/// Whether `list` names `object`, as `<Kind>/<name>` (in any namespace) or
+/// `<Kind>/<namespace>/<name>`: `handover.objects`, and the handed-over
+/// objects `--delete-handed-over` lets prune and destroy delete.
+pub fn names(list: &[String], object: &ObjectRef) -> bool {
+    list.iter().any(|named| {
+        let parts: Vec<&str> = named.split('/').collect();
+        match parts.as_slice() {
+            [kind, name] => *kind == object.kind && *name == object.name,
+            [kind, namespace, name] => {
+                *kind == object.kind
+                    && object.namespace.as_deref() == Some(*namespace)
+                    && *name == object.name
+            }
+            _ => false,
+        }
+    })
 }
 
 /// What the state records of an object handed over.

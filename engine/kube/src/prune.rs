@@ -69,6 +69,16 @@ pub struct Recorded<'a> {
 }
 
 impl<'a> Recorded<'a> {
+    /// As recorded, or, when the user `named` the object to be deleted
+    /// although it was handed over (`--delete-handed-over`), as an object
+    /// Tazuna still manages.
+    pub fn asked_by_name(mut self, named: bool) -> Self {
+        if named {
+            self.handed_over = None;
+        }
+        self
+    }
+
     /// What `entry` recorded.
     pub fn of(entry: &'a crate::state::Entry) -> Self {
         Self {

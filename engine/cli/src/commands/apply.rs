@@ -48,6 +48,12 @@ pub struct Apply {
     #[arg(long)]
     prune_dangerous: bool,
 
+    /// With --prune: delete this object although it was handed over to Flux
+    /// or Argo CD (`handover:`), which prune otherwise leaves: `<Kind>/<name>`
+    /// or `<Kind>/<namespace>/<name>`. Repeat for several.
+    #[arg(long, value_name = "OBJECT", value_parser = object_name)]
+    delete_handed_over: Vec<String>,
+
     /// Send everything as a server-side dry run: nothing is persisted or waited for.
     #[arg(long)]
     dry_run: bool,
@@ -157,6 +163,7 @@ impl Apply {
         Self {
             prune: false,
             prune_dangerous: false,
+            delete_handed_over: Vec::new(),
             dry_run: false,
             force_conflicts: false,
             recreate: false,
@@ -198,6 +205,7 @@ impl Apply {
             manifests_at_once: self.concurrency,
             requests_at_once: self.requests,
             resend: self.sync,
+            delete_handed_over: self.delete_handed_over.clone(),
             atomic: self.atomic,
         }
     }
@@ -232,5 +240,18 @@ impl Apply {
         let progress = Progress::new(settings, self.verb());
         let outcomes = stack.apply(&connection, &options, &progress).await?;
         Ok((progress::summary(&progress, &outcomes), outcomes))
+    }
+}
+
+/// An object named on the command line: `<Kind>/<name>` or
+/// `<Kind>/<namespace>/<name>`, as `handover.objects` names them.
+pub(crate) fn object_name(value: &str) -> Result<String, String> {
+    let parts: Vec<&str> = value.split('/').collect();
+    if (2..=3).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty()) {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "`{value}` is not `<Kind>/<name>` or `<Kind>/<namespace>/<name>`, such as `Kustomization/flux-system/flux-system`"
+        ))
     }
 }

@@ -52,6 +52,12 @@ pub struct Destroy {
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     timeout: u64,
 
+    /// Delete this object although it was handed over to Flux or Argo CD
+    /// (`handover:`), which destroy otherwise leaves: `<Kind>/<name>` or
+    /// `<Kind>/<namespace>/<name>`. Repeat for several.
+    #[arg(long, value_name = "OBJECT", value_parser = super::apply::object_name)]
+    delete_handed_over: Vec<String>,
+
     #[command(flatten)]
     rollout: RolloutArgs,
 }
@@ -135,6 +141,7 @@ impl Destroy {
                 &connection,
                 Duration::from_secs(self.lock_timeout),
                 Duration::from_secs(self.timeout),
+                &self.delete_handed_over,
                 confirm,
                 &progress,
             )

@@ -95,6 +95,7 @@ impl Stack {
             tazuna_version: crate::VERSION.to_owned(),
             run_spec_tests: self.options.tags.is_empty(),
             deletion_timeout: Wait::DEFAULT_TIMEOUT,
+            delete_handed_over: options.delete_handed_over.clone(),
         };
         let run = self.run(
             connection,
@@ -214,7 +215,7 @@ impl Stack {
             let declared = self.declared();
             let ownership = Ownership::new(Claims::default(), &states.own, &declared, false);
             let hash_key = store.hash_key().await?.unwrap_or_default();
-            let settings = teardown_settings(Wait::DEFAULT_TIMEOUT);
+            let settings = teardown_settings(Wait::DEFAULT_TIMEOUT, Vec::new());
             let run = self.run(
                 connection,
                 &states.own,

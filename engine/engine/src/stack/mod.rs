@@ -244,6 +244,8 @@ pub struct ApplyOptions {
     pub resend: bool,
     /// Undo the run when a manifest fails (`--atomic`).
     pub atomic: bool,
+    /// Handed-over objects prune may delete (`--delete-handed-over`).
+    pub delete_handed_over: Vec<String>,
 }
 
 impl Default for ApplyOptions {
@@ -258,6 +260,7 @@ impl Default for ApplyOptions {
             requests_at_once: tazuna_kube::apply::REQUESTS_AT_ONCE,
             resend: false,
             atomic: false,
+            delete_handed_over: Vec::new(),
         }
     }
 }

@@ -4,14 +4,16 @@ use super::*;
 
 impl Stack {
     /// Delete everything the stack's state records (of the selected
-    /// manifests), then the state, in reverse dependency order. `confirm`
-    /// sees what would go and says whether to go on. `None` when there was
-    /// nothing to destroy or it was not confirmed.
+    /// manifests), then the state, in reverse dependency order, but what
+    /// was handed over to a GitOps controller unless `delete_handed_over`
+    /// names it. `confirm` sees what would go and says whether to go on.
+    /// `None` when there was nothing to destroy or it was not confirmed.
     pub async fn destroy(
         &self,
         connection: &Connection,
         lock_timeout: Duration,
         deletion_timeout: Duration,
+        delete_handed_over: &[String],
         confirm: impl FnOnce(&Teardown) -> bool,
         observer: &dyn Observer,
     ) -> Result<Option<Vec<ManifestOutcome>>, RunError> {
@@ -53,7 +55,7 @@ impl Stack {
                         ));
                     }
                 }
-                let settings = teardown_settings(deletion_timeout);
+                let settings = teardown_settings(deletion_timeout, delete_handed_over.to_vec());
                 let run = self.run(connection, &doomed, &ownership, &[], &settings, observer);
                 let order = crate::destroy::order(&doomed);
                 Ok(run.destroy(&order).await)
@@ -89,7 +91,10 @@ impl Stack {
 /// What taking objects down needs of the apply settings: deletes only, one
 /// manifest at a time, each step's deletions waited for at most
 /// `deletion_timeout`.
-pub(super) fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
+pub(super) fn teardown_settings(
+    deletion_timeout: Duration,
+    delete_handed_over: Vec<String>,
+) -> ApplySettings {
     ApplySettings {
         conflicts: Conflicts::Report,
         recreate: Recreate::Never,
@@ -104,5 +109,6 @@ pub(super) fn teardown_settings(deletion_timeout: Duration) -> ApplySettings {
         tazuna_version: crate::VERSION.to_owned(),
         run_spec_tests: false,
         deletion_timeout,
+        delete_handed_over,
     }
 }

@@ -98,7 +98,11 @@ impl Run<'_> {
         let value = live
             .as_ref()
             .map(|live| serde_json::to_value(live).unwrap_or(Value::Null));
-        let verdict = prune::verdict(object, manifest, value.as_ref(), prune::Recorded::of(entry));
+        let recorded = prune::Recorded::of(entry).asked_by_name(tazuna_core::policy::names(
+            &self.settings.delete_handed_over,
+            object,
+        ));
+        let verdict = prune::verdict(object, manifest, value.as_ref(), recorded);
         if let Some(note) = verdict.kept_because(object, prune, false) {
             return Ok(Removal::Kept {
                 note,

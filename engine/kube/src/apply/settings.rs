@@ -73,6 +73,9 @@ pub struct ApplySettings {
     pub run_spec_tests: bool,
     /// How long deleted objects (pruned, destroyed) may take to be gone.
     pub deletion_timeout: Duration,
+    /// Handed-over objects that prune and destroy may delete after all, as
+    /// `<Kind>/<name>` or `<Kind>/<namespace>/<name>` (`--delete-handed-over`).
+    pub delete_handed_over: Vec<String>,
 }
 
 /// One manifest to apply.
