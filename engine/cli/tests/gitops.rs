@@ -607,3 +607,128 @@ spec:
     assert!(kept.status.success(), "{}", text(&destroy));
     assert!(state_of(cluster, &format!("argo-root-{suffix}")).is_none());
 }
+
+/// Object policies a user of Flux or Argo CD expects: a Deployment whose
+/// replicas an autoscaler owns (`tazuna.dev/ignore: /spec/replicas`) and a
+/// ConfigMap seeded once (`tazuna.dev/apply: create-only`). The autoscaler's
+/// and the team's changes survive later applies, plan and drift stay quiet,
+/// and a change of the ignored field in the file is not sent either.
+#[test]
+fn ignored_fields_and_create_only_objects_are_left_to_others() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("policies");
+    let ns = namespace.name().to_owned();
+    let suffix = unique_suffix();
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    let objects = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: {ns}
+  annotations:
+    tazuna.dev/ignore: /spec/replicas
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: web}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      containers:
+        - name: app
+          image: registry.k8s.io/pause:3.10
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: seeded
+  namespace: {ns}
+  annotations:
+    tazuna.dev/apply: create-only
+data:
+  owner: platform
+"
+        )
+    };
+    write(dir, "app/objects.yaml", &objects(2));
+    write(
+        dir,
+        "tazuna.yaml",
+        &format!(
+            "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: policies-{suffix}
+      type: manifests
+      path: app
+      wait:
+        timeoutSeconds: 120
+"
+        ),
+    );
+    let first = run(cluster, dir, &["apply"]);
+    assert!(first.status.success(), "{}", text(&first));
+    let web = kubectl_json(cluster, &["-n", &ns, "get", "deployment", "web"]);
+    assert_eq!(web["spec"]["replicas"], 2, "created as the file says");
+
+    // The autoscaler scales, the team edits the seeded ConfigMap.
+    let scale =
+        output(
+            cluster
+                .kubectl()
+                .args(["-n", &ns, "scale", "deployment", "web", "--replicas=3"]),
+        );
+    assert!(scale.status.success(), "{}", text(&scale));
+    let edit = output(cluster.kubectl().args([
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "seeded",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"owner":"team-a"}}"#,
+    ]));
+    assert!(edit.status.success(), "{}", text(&edit));
+    for args in [
+        &["plan", "--detailed-exitcode"][..],
+        &["state", "drift"][..],
+    ] {
+        let quiet = run(cluster, dir, args);
+        assert_eq!(quiet.status.code(), Some(0), "{args:?}: {}", text(&quiet));
+    }
+    let again = run(cluster, dir, &["apply"]);
+    assert!(again.status.success(), "{}", text(&again));
+    // The file changes the ignored field: still not sent.
+    write(dir, "app/objects.yaml", &objects(5));
+    let plan = run(cluster, dir, &["plan", "--detailed-exitcode"]);
+    assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
+    let changed = run(cluster, dir, &["apply"]);
+    assert!(changed.status.success(), "{}", text(&changed));
+    let web = kubectl_json(cluster, &["-n", &ns, "get", "deployment", "web"]);
+    assert_eq!(web["spec"]["replicas"], 3, "{}", text(&changed));
+    let seeded = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "seeded"]);
+    assert_eq!(seeded["data"]["owner"], "team-a", "{}", text(&changed));
+
+    // A pointer that is not one is refused, naming the object.
+    write(
+        dir,
+        "app/objects.yaml",
+        &objects(5).replace("/spec/replicas", "spec.replicas"),
+    );
+    let refused = run(cluster, dir, &["apply"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("annotation `tazuna.dev/ignore` is `spec.replicas`")
+            && text(&refused).contains("JSON pointers"),
+        "{}",
+        text(&refused)
+    );
+}

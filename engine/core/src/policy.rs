@@ -25,6 +25,13 @@ use crate::inventory::ObjectRef;
 /// The annotation that sets an object's apply policy.
 pub const APPLY_ANNOTATION: &str = "tazuna.dev/apply";
 
+/// The annotation that lists fields of an object Tazuna leaves to others,
+/// as JSON pointers separated by commas (`/spec/replicas`), as Argo CD's
+/// `ignoreDifferences` with `RespectIgnoreDifferences`: on an object that
+/// exists, apply sends their live values (or leaves them out when live has
+/// none), and `plan` and `state drift` do not compare them.
+pub const IGNORE_ANNOTATION: &str = "tazuna.dev/ignore";
+
 /// The values [`APPLY_ANNOTATION`] may hold, each with what it does.
 pub const APPLY_POLICIES: [(&str, &str); 2] = [
     (
@@ -162,22 +169,176 @@ impl Decision {
 
 /// An object policy Tazuna does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{object}: annotation `{APPLY_ANNOTATION}` is `{value}`, which Tazuna does not know")]
+#[error("{object}: annotation `{annotation}` is `{value}`, which Tazuna does not know")]
 pub struct PolicyError {
     /// The object.
     pub object: Box<ObjectRef>,
+    /// The annotation.
+    pub annotation: &'static str,
     /// What the annotation holds.
     pub value: String,
 }
 
 impl crate::hint::Hint for PolicyError {
     fn hint(&self) -> Option<String> {
+        if self.annotation == IGNORE_ANNOTATION {
+            return Some(format!(
+                "list JSON pointers separated by commas, such as `{IGNORE_ANNOTATION}: /spec/replicas,/metadata/annotations/example.com~1owner` (`~1` stands for `/` in a key)"
+            ));
+        }
         let known: Vec<String> = APPLY_POLICIES
             .iter()
             .map(|(value, what)| format!("`{value}` ({what})"))
             .collect();
         Some(format!("use one of {}", known.join(", ")))
     }
+}
+
+/// The fields `rendered` leaves to others ([`IGNORE_ANNOTATION`]), as JSON
+/// pointers; empty without the annotation.
+pub fn ignored(rendered: &Value) -> Result<Vec<String>, PolicyError> {
+    let Some(list) = annotation(rendered, IGNORE_ANNOTATION) else {
+        return Ok(Vec::new());
+    };
+    let pointers: Vec<String> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect();
+    // A pointer names a field below the object's identity: never its
+    // apiVersion, kind, name or namespace, nor the whole object.
+    let fixed = [
+        "/apiVersion",
+        "/kind",
+        "/metadata",
+        "/metadata/name",
+        "/metadata/namespace",
+    ];
+    let bad = pointers.is_empty()
+        || pointers
+            .iter()
+            .any(|p| !p.starts_with('/') || p.ends_with('/') || fixed.contains(&p.as_str()));
+    if bad {
+        return Err(PolicyError {
+            object: Box::new(identity(rendered)),
+            annotation: IGNORE_ANNOTATION,
+            value: list.to_owned(),
+        });
+    }
+    Ok(pointers)
+}
+
+/// `sent` with each `ignored` field as it is `live`: the live value, or
+/// none where live has none. What apply sends of an object that exists.
+pub fn keep_live(sent: &mut Value, live: &Value, ignored: &[String]) {
+    for pointer in ignored {
+        match live.pointer(pointer) {
+            Some(value) => set(sent, pointer, value.clone()),
+            None => remove(sent, pointer),
+        }
+    }
+}
+
+/// `value` without the `ignored` fields: what `plan` and `state drift`
+/// compare.
+pub fn without(value: &Value, ignored: &[String]) -> Value {
+    let mut copy = value.clone();
+    for pointer in ignored {
+        remove(&mut copy, pointer);
+    }
+    copy
+}
+
+/// The reference tokens of a JSON pointer, unescaped (RFC 6901).
+fn tokens(pointer: &str) -> Vec<String> {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+fn set(value: &mut Value, pointer: &str, new: Value) {
+    let tokens = tokens(pointer);
+    let Some((last, parents)) = tokens.split_last() else {
+        return;
+    };
+    let mut at = value;
+    for token in parents {
+        at = match at {
+            Value::Object(map) => map
+                .entry(token.clone())
+                .or_insert_with(|| Value::Object(serde_json::Map::new())),
+            Value::Array(items) => match token.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+            {
+                Some(item) => item,
+                None => return,
+            },
+            _ => return,
+        };
+    }
+    match at {
+        Value::Object(map) => {
+            map.insert(last.clone(), new);
+        }
+        Value::Array(items) => {
+            if let Some(item) = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                *item = new;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn remove(value: &mut Value, pointer: &str) {
+    let tokens = tokens(pointer);
+    let Some((last, parents)) = tokens.split_last() else {
+        return;
+    };
+    let mut at = value;
+    for token in parents {
+        at = match at {
+            Value::Object(map) => match map.get_mut(token) {
+                Some(next) => next,
+                None => return,
+            },
+            Value::Array(items) => match token.parse::<usize>().ok().and_then(|i| items.get_mut(i))
+            {
+                Some(item) => item,
+                None => return,
+            },
+            _ => return,
+        };
+    }
+    match at {
+        Value::Object(map) => {
+            map.remove(last);
+        }
+        Value::Array(items) => {
+            if let Some(i) = last.parse::<usize>().ok().filter(|i| *i < items.len()) {
+                items.remove(i);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+}
+
+fn identity(object: &Value) -> ObjectRef {
+    ObjectRef::of(object).unwrap_or_else(|| ObjectRef {
+        group: String::new(),
+        version: String::new(),
+        kind: String::new(),
+        namespace: None,
+        name: String::new(),
+    })
 }
 
 /// What apply does to `rendered` (as the manifest renders it now), which
@@ -195,22 +356,13 @@ pub fn decide(
     recorded: Option<&HandedOver>,
 ) -> Result<Decision, PolicyError> {
     let object = ObjectRef::of(rendered);
-    let annotation = rendered
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(APPLY_ANNOTATION))
-        .and_then(Value::as_str);
-    match annotation {
+    match annotation(rendered, APPLY_ANNOTATION) {
         None | Some("always") => {}
         Some("create-only") => return Ok(Decision::CreateOnly(Why::Annotated)),
         Some(other) => {
             return Err(PolicyError {
-                object: Box::new(object.unwrap_or_else(|| ObjectRef {
-                    group: String::new(),
-                    version: String::new(),
-                    kind: String::new(),
-                    namespace: None,
-                    name: String::new(),
-                })),
+                object: Box::new(identity(rendered)),
+                annotation: APPLY_ANNOTATION,
                 value: other.to_owned(),
             });
         }
@@ -414,5 +566,65 @@ mod tests {
             "Argo CD: sync Synced, health Healthy at `abc123`; last sync Succeeded"
         );
         assert_eq!(controller_view(&deployment(json!({}))), None);
+    }
+
+    #[test]
+    fn ignored_fields_are_json_pointers_below_the_identity() {
+        let object =
+            deployment(json!({IGNORE_ANNOTATION: "/spec/replicas, /metadata/annotations/a~1b"}));
+        assert_eq!(
+            ignored(&object).unwrap(),
+            ["/spec/replicas", "/metadata/annotations/a~1b"]
+        );
+        assert_eq!(
+            ignored(&deployment(json!({}))).unwrap(),
+            Vec::<String>::new()
+        );
+        for bad in [
+            "spec.replicas",
+            "/metadata/name",
+            "/",
+            "",
+            "/kind",
+            "/spec/",
+        ] {
+            let error = ignored(&deployment(json!({IGNORE_ANNOTATION: bad}))).unwrap_err();
+            assert_eq!(error.annotation, IGNORE_ANNOTATION, "{bad}");
+            let hint = crate::hint::Hint::hint(&error).unwrap();
+            assert!(hint.contains("JSON pointers"), "{hint}");
+        }
+    }
+
+    #[test]
+    fn an_ignored_field_is_sent_as_it_is_live_and_not_compared() {
+        let ignored = vec![
+            "/spec/replicas".to_owned(),
+            "/metadata/annotations/a~1b".to_owned(),
+            "/spec/paused".to_owned(),
+        ];
+        let mut sent =
+            json!({"metadata": {"name": "web"}, "spec": {"replicas": 1, "paused": true}});
+        let live = json!({"metadata": {"name": "web", "annotations": {"a/b": "x"}}, "spec": {"replicas": 5}});
+        keep_live(&mut sent, &live, &ignored);
+        assert_eq!(
+            sent,
+            json!({"metadata": {"name": "web", "annotations": {"a/b": "x"}}, "spec": {"replicas": 5}})
+        );
+        let other = json!({"metadata": {"name": "web", "annotations": {"a/b": "y"}}, "spec": {"replicas": 9, "paused": false}});
+        assert_eq!(without(&sent, &ignored), without(&other, &ignored));
+        // Arrays by index; what does not exist is left alone.
+        let mut list = json!({"spec": {"ports": [{"port": 80}, {"port": 81}]}});
+        keep_live(
+            &mut list,
+            &json!({"spec": {"ports": [{"port": 80}, {"port": 8081}]}}),
+            &[
+                "/spec/ports/1/port".to_owned(),
+                "/spec/ports/7/port".to_owned(),
+            ],
+        );
+        assert_eq!(
+            list,
+            json!({"spec": {"ports": [{"port": 80}, {"port": 8081}]}})
+        );
     }
 }

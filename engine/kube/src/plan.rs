@@ -371,6 +371,11 @@ pub async fn compare(
                     })
                 }
             };
+            // Fields left to others go as they are live, and are not compared.
+            let ignored = policy::ignored(&value)?;
+            if let Some(current) = &current {
+                policy::keep_live(&mut value, current, &ignored);
+            }
             let mut params = manager.apply_params();
             params.dry_run = true;
             params.field_manager = Some(manager.as_for(current.as_ref()).to_owned());
@@ -403,7 +408,14 @@ pub async fn compare(
             })?;
             let mut after = serde_json::to_value(&result).unwrap_or(Value::Null);
             fill_type(&mut after, &object);
-            let text = diff::unified(current.as_ref(), Some(&after), 3);
+            let text = diff::unified(
+                current
+                    .as_ref()
+                    .map(|c| policy::without(c, &ignored))
+                    .as_ref(),
+                Some(&policy::without(&after, &ignored)),
+                3,
+            );
             // Fields changed by hand since an apply of the same intent are
             // drift, which apply takes back (see `objects::errors::hand_edits`).
             let (conflict, retaken) = match conflict {

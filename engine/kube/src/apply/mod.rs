@@ -157,6 +157,9 @@ pub(crate) struct Prepared {
     acts_as: Option<String>,
     /// Whether it is sent at all ([`policy::decide`]).
     decision: Decision,
+    /// The fields it leaves to others ([`policy::ignored`]): sent as they
+    /// are live.
+    ignored: Vec<String>,
 }
 
 /// The hash prefix of state migrated from Go Tazuna (see `state::legacy`).
@@ -663,6 +666,7 @@ impl Run<'_> {
                         manifest.handover.as_ref(),
                         before.and_then(|e| e.handover.as_ref()),
                     )?;
+                    item.ignored = policy::ignored(&item.value)?;
                     item.restore = before.is_some_and(|e| e.hash == item.hash);
                     item.takeover = before.is_some_and(|e| e.hash.starts_with(GO_HASH_PREFIX));
                     prepared.push(item);

@@ -29,6 +29,7 @@ impl Run<'_> {
             rename: None,
             acts_as: None,
             decision: Decision::Apply,
+            ignored: Vec::new(),
         })
     }
 
@@ -282,13 +283,31 @@ impl Run<'_> {
         if item.takeover && self.settings.conflicts != Conflicts::Force {
             notes.push("took over the fields Go Tazuna applied".to_owned());
         }
+        // Fields left to others go as they are live, so that neither a
+        // conflict nor a change comes of them.
+        let mut sent = std::borrow::Cow::Borrowed(&item.value);
+        if !item.ignored.is_empty() {
+            let live =
+                api.get_opt(&item.object.name)
+                    .await
+                    .map_err(|e| ManifestError::Rejected {
+                        object: item.object.clone(),
+                        message: format!(
+                            "cannot read it for the fields it leaves to others: {}",
+                            status_message(&e)
+                        ),
+                    })?;
+            if let Some(live) = live.and_then(|l| serde_json::to_value(l).ok()) {
+                tazuna_core::policy::keep_live(sent.to_mut(), &live, &item.ignored);
+            }
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;
             let (result, warnings) = crate::warnings::collect(api.patch(
                 &item.object.name,
                 &params,
-                &Patch::Apply(&item.value),
+                &Patch::Apply(sent.as_ref()),
             ))
             .await;
             match result {
