@@ -149,12 +149,13 @@ pin_flux() {
   (cd "$HERE/flux-source" && "$GO" mod edit \
     -replace=github.com/fluxcd/pkg/artifact=github.com/fluxcd/pkg/artifact@v0.18.1)
   pin_flux_controller flux-kustomize github.com/fluxcd/kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION"
+  pin_flux_controller flux-helm github.com/fluxcd/helm-controller "$FLUX_HELM_CONTROLLER_VERSION"
 }
 
 # The controllers' tests import test servers the proxy does not serve
 # (github.com/fluxcd/pkg/helmtestserver); -e keeps what the build needs.
 tidy_flux() {
-  for dir in flux-source flux-kustomize; do
+  for dir in flux-source flux-kustomize flux-helm; do
     log "go mod tidy -e in $dir"
     (cd "$HERE/$dir" && nice -n 15 "$GO" mod tidy -e)
   done
@@ -332,6 +333,8 @@ build flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" flux-source "" \
   github.com/fluxcd/source-controller
 build flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" flux-kustomize "" \
   github.com/fluxcd/kustomize-controller
+build flux-helm-controller "$FLUX_HELM_CONTROLLER_VERSION" flux-helm "" \
+  github.com/fluxcd/helm-controller
 
 # copy_crds NAME VERSION MODULE [SUBDIR]: the CRDs of MODULE@VERSION (SUBDIR, by default
 # config/crd/bases) into the binary's directory, which the tests install before they
@@ -356,6 +359,7 @@ copy_crds() {
 }
 copy_crds flux-source-controller "$FLUX_SOURCE_CONTROLLER_VERSION" github.com/fluxcd/source-controller
 copy_crds flux-kustomize-controller "$FLUX_KUSTOMIZE_CONTROLLER_VERSION" github.com/fluxcd/kustomize-controller
+copy_crds flux-helm-controller "$FLUX_HELM_CONTROLLER_VERSION" github.com/fluxcd/helm-controller
 copy_crds external-secrets "$EXTERNAL_SECRETS_VERSION" github.com/external-secrets/external-secrets config/crds/bases
 
 # Cluster API's Cluster CRD from the module zip, for the Cluster API target tests.
@@ -412,7 +416,8 @@ if [ "$control_plane_only" = 0 ]; then
             "opentofu $OPENTOFU_VERSION" "age $AGE_VERSION" "sops $SOPS_VERSION"
             "vault $VAULT_VERSION" "external-secrets $EXTERNAL_SECRETS_VERSION"
             "flux-source-controller $FLUX_SOURCE_CONTROLLER_VERSION"
-            "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION")
+            "flux-kustomize-controller $FLUX_KUSTOMIZE_CONTROLLER_VERSION"
+            "flux-helm-controller $FLUX_HELM_CONTROLLER_VERSION")
 fi
 for entry in "${entries[@]}"; do
   set -- $entry

@@ -40,13 +40,14 @@ impl Flux {
     }
 
     /// Starts source-controller (`source`) and kustomize-controller
-    /// (`kustomize`) against the cluster of `kubeconfig` (its current
-    /// context), with `namespace` as their runtime namespace. A
-    /// Kustomization whose dependency is not ready is retried after 1 s
-    /// (Flux's default is 30 s).
+    /// (`kustomize`), and helm-controller when given, against the cluster
+    /// of `kubeconfig` (its current context), with `namespace` as their
+    /// runtime namespace. A Kustomization whose dependency is not ready is
+    /// retried after 1 s (Flux's default is 30 s).
     pub fn start(
         source: &Path,
         kustomize: &Path,
+        helm: Option<&Path>,
         kubeconfig: &Path,
         namespace: &str,
     ) -> anyhow::Result<Flux> {
@@ -90,7 +91,10 @@ impl Flux {
             kustomize,
             vec!["--requeue-dependency=1s".to_owned()],
         )?;
-        let processes = vec![source_controller, kustomize_controller];
+        let mut processes = vec![source_controller, kustomize_controller];
+        if let Some(helm) = helm {
+            processes.push(spawn("helm-controller", helm, Vec::new())?);
+        }
         let pids: Vec<u32> = processes.iter().map(Process::pid).collect();
         let watchdog = process::watchdog(std::process::id(), &pids, dir.path())?;
         Ok(Flux {

@@ -11,7 +11,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{kubectl_json, output, tazuna_on as tazuna, text, write};
@@ -81,7 +81,9 @@ fn flux_takes_over_and_tazuna_never_fights_it() {
     let Some(tools) = tazuna_tests::e2e::tools(&[
         Tool::FluxSourceController,
         Tool::FluxKustomizeController,
+        Tool::FluxHelmController,
         Tool::Oras,
+        Tool::Helm,
     ]) else {
         return;
     };
@@ -109,16 +111,44 @@ fn flux_takes_over_and_tazuna_never_fights_it() {
         app.path(),
     )
     .unwrap();
+    // A chart for helm-controller, pushed as an OCI chart by helm.
+    let chart = tempfile::tempdir().unwrap();
+    write(
+        chart.path(),
+        "web/Chart.yaml",
+        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+    );
+    write(chart.path(), "web/values.yaml", "color: blue\n");
+    write(
+        chart.path(),
+        "web/templates/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-settings\ndata:\n  color: {{ .Values.color | quote }}\n",
+    );
+    let helm = |args: &[&str]| {
+        let out = output(
+            Command::new(tools.path(Tool::Helm))
+                .current_dir(chart.path())
+                .env("HOME", chart.path())
+                .args(args),
+        );
+        assert!(out.status.success(), "helm {args:?}: {}", text(&out));
+    };
+    helm(&["package", "web"]);
+    let charts = format!("oci://127.0.0.1:{}/gitops-charts-{suffix}", registry.port());
+    helm(&["push", "web-0.1.0.tgz", &charts, "--plain-http"]);
 
     // Day one's file: Flux (its CRDs; the controllers run beside the
-    // cluster), then the root source and Kustomization, handed over.
+    // cluster), then the root source and Kustomization and a HelmRelease,
+    // handed over.
     let project = tempfile::tempdir().unwrap();
     let dir = project.path();
     let source = tools.path(Tool::FluxSourceController);
     let kustomize = tools.path(Tool::FluxKustomizeController);
+    let helm_controller = tools.path(Tool::FluxHelmController);
     let crds: Vec<_> = tazuna_tests::Flux::crds(&source)
         .into_iter()
         .chain(tazuna_tests::Flux::crds(&kustomize))
+        .chain(tazuna_tests::Flux::crds(&helm_controller))
         .collect();
     for file in &crds {
         std::fs::create_dir_all(dir.join("flux")).unwrap();
@@ -152,6 +182,34 @@ spec:
   sourceRef:
     kind: OCIRepository
     name: root
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata:
+  name: web-chart
+  namespace: {ns}
+spec:
+  interval: 10m
+  url: {charts}/web
+  insecure: true
+  ref:
+    tag: 0.1.0
+  layerSelector:
+    mediaType: application/vnd.cncf.helm.chart.content.v1.tar+gzip
+    operation: copy
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: web
+  namespace: {ns}
+spec:
+  interval: 10m
+  chartRef:
+    kind: OCIRepository
+    name: web-chart
+  values:
+    color: blue
 "
         ),
     );
@@ -193,7 +251,14 @@ spec:
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    let _flux = tazuna_tests::Flux::start(&source, &kustomize, cluster.kubeconfig(), &ns).unwrap();
+    let _flux = tazuna_tests::Flux::start(
+        &source,
+        &kustomize,
+        Some(&helm_controller),
+        cluster.kubeconfig(),
+        &ns,
+    )
+    .unwrap();
     let day_one = day_one.wait_with_output().unwrap();
     assert!(day_one.status.success(), "{}", text(&day_one));
     let ready = wait_for(cluster, &ns, "kustomization/root", "condition=Ready");
@@ -226,9 +291,12 @@ spec:
         .collect();
     assert_eq!(
         handed.len(),
-        2,
-        "both root objects handed over: {root_state}"
+        4,
+        "every root object handed over: {root_state}"
     );
+    // helm-controller installed the chart.
+    let web = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "web-settings"]);
+    assert_eq!(web["data"]["color"], "blue", "{web}");
     assert!(!root_state.to_string().contains("app-settings"));
 
     // Flux's side changes the handed-over objects: `flux reconcile` asks
@@ -246,6 +314,32 @@ spec:
         r#"{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"day-two"}},"spec":{"interval":"7m"}}"#,
     ]));
     assert!(patch.status.success(), "{}", text(&patch));
+    // And the release's values change on Flux's side; helm-controller
+    // upgrades the release.
+    let values = output(cluster.kubectl().args([
+        "-n",
+        &ns,
+        "patch",
+        "helmrelease",
+        "web",
+        "--type=merge",
+        "--field-manager=flux",
+        "-p",
+        r#"{"spec":{"values":{"color":"red"}}}"#,
+    ]));
+    assert!(values.status.success(), "{}", text(&values));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let web = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "web-settings"]);
+        if web["data"]["color"] == "red" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "helm-controller did not upgrade: {web}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 
     // Days two to four: three applies write nothing to what Flux owns, and
     // Flux's changes survive.
@@ -260,14 +354,20 @@ spec:
         );
     }
     if let Some(before) = before {
-        let written =
-            writes_since(cluster, before, &["kustomizations", "ocirepositories"]).unwrap();
+        let written = writes_since(
+            cluster,
+            before,
+            &["kustomizations", "ocirepositories", "helmreleases"],
+        )
+        .unwrap();
         assert_eq!(
             written,
             Vec::<String>::new(),
             "writes to handed-over objects"
         );
     }
+    let release = kubectl_json(cluster, &["-n", &ns, "get", "helmrelease", "web"]);
+    assert_eq!(release["spec"]["values"]["color"], "red", "{release}");
     let root = kubectl_json(cluster, &["-n", &ns, "get", "kustomization", "root"]);
     assert_eq!(root["spec"]["interval"], "7m", "{root}");
     assert_eq!(
@@ -302,8 +402,12 @@ spec:
         text(&upgrade)
     );
     if let Some(before) = before {
-        let written =
-            writes_since(cluster, before, &["kustomizations", "ocirepositories"]).unwrap();
+        let written = writes_since(
+            cluster,
+            before,
+            &["kustomizations", "ocirepositories", "helmreleases"],
+        )
+        .unwrap();
         assert_eq!(
             written,
             Vec::<String>::new(),

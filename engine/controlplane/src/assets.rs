@@ -67,6 +67,8 @@ pub enum Tool {
     FluxSourceController,
     /// Flux's kustomize-controller, likewise.
     FluxKustomizeController,
+    /// Flux's helm-controller, likewise.
+    FluxHelmController,
 }
 
 impl Tool {
@@ -104,6 +106,7 @@ impl Tool {
             Tool::ExternalSecrets => "external-secrets",
             Tool::FluxSourceController => "source-controller",
             Tool::FluxKustomizeController => "kustomize-controller",
+            Tool::FluxHelmController => "helm-controller",
         }
     }
 
@@ -133,6 +136,7 @@ impl Tool {
                 "flux-kustomize-controller",
                 "FLUX_KUSTOMIZE_CONTROLLER_VERSION",
             ),
+            Tool::FluxHelmController => ("flux-helm-controller", "FLUX_HELM_CONTROLLER_VERSION"),
         }
     }
 

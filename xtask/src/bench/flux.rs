@@ -72,8 +72,13 @@ impl Flux {
                 .kubectl()
                 .args(["create", "namespace", "flux-system"]),
         )?;
-        let inner =
-            tazuna_tests::Flux::start(&source, &kustomize, cluster.kubeconfig(), "flux-system")?;
+        let inner = tazuna_tests::Flux::start(
+            &source,
+            &kustomize,
+            None,
+            cluster.kubeconfig(),
+            "flux-system",
+        )?;
         Ok(Flux { inner })
     }
 
