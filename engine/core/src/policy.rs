@@ -414,6 +414,22 @@ pub fn controller_view(live: &Value) -> Option<String> {
         }
         return Some(view);
     }
+    if group == "argoproj.io" && kind == "ApplicationSet" {
+        let up_to_date = live
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|c| c.get("type").and_then(Value::as_str) == Some("ResourcesUpToDate"));
+        return Some(match up_to_date {
+            Some(c) => format!(
+                "Argo CD: ResourcesUpToDate={}: {}",
+                c.get("status").and_then(Value::as_str).unwrap_or(""),
+                c.get("message").and_then(Value::as_str).unwrap_or("")
+            ),
+            None => "Argo CD: no ResourcesUpToDate condition yet".to_owned(),
+        });
+    }
     if group == "argoproj.io" && kind == "Application" {
         let mut view = format!(
             "Argo CD: sync {}, health {}",

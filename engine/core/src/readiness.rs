@@ -98,6 +98,7 @@ pub fn assess(object: &Value, load_balancers: LoadBalancers) -> Readiness {
         // controller acts on them).
         (group, _) if FLUX_GROUPS.contains(&group) => flux(object),
         ("argoproj.io", "Application") => argo_application(object),
+        ("argoproj.io", "ApplicationSet") => argo_application_set(object),
         _ => by_conditions(object),
     }
 }
@@ -139,6 +140,18 @@ fn argo_application(object: &Value) -> Readiness {
     }
 }
 
+/// An Argo CD `ApplicationSet`: ready when its controller made the
+/// Applications it generates (`ResourcesUpToDate=True`), failed when it
+/// reports `ErrorOccurred=True`.
+fn argo_application_set(object: &Value) -> Readiness {
+    if let Some(error) = condition(object, "ErrorOccurred")
+        && error.status == "True"
+    {
+        return Readiness::Failed(format!("{}: {}", error.reason, error.message));
+    }
+    require(object, "ResourcesUpToDate")
+}
+
 /// External Secrets Operator's API group.
 const EXTERNAL_SECRETS: &str = "external-secrets.io";
 
@@ -157,7 +170,7 @@ pub fn has_rule(object: &Value, load_balancers: LoadBalancers) -> bool {
         | ("apiregistration.k8s.io", "APIService")
         | ("", "PersistentVolumeClaim" | "Namespace" | "Pod")
         | (EXTERNAL_SECRETS, "ExternalSecret" | "SecretStore" | "ClusterSecretStore")
-        | ("argoproj.io", "Application") => true,
+        | ("argoproj.io", "Application" | "ApplicationSet") => true,
         (group, _) if FLUX_GROUPS.contains(&group) => true,
         ("", "Service") => load_balancers == LoadBalancers::Awaited && is_load_balancer(object),
         _ => false,
@@ -1088,6 +1101,24 @@ mod tests {
             json!({"phase": "Failed", "message": "one or more objects failed to apply"});
         assert!(
             matches!(assess(&application, LoadBalancers::Ignored), Readiness::Failed(m) if m.contains("failed to apply"))
+        );
+
+        // As Argo CD's applicationset-controller words its conditions.
+        let mut set = json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+            "metadata": { "name": "clusters" },
+        });
+        assert!(has_rule(&set, LoadBalancers::Ignored));
+        assert!(!assess(&set, LoadBalancers::Ignored).is_ready());
+        set["status"] = json!({"conditions": [
+            {"type": "ErrorOccurred", "status": "False", "reason": "ApplicationSetUpToDate", "message": "Successfully generated parameters for all Applications"},
+            {"type": "ResourcesUpToDate", "status": "True", "reason": "ApplicationSetUpToDate", "message": "ApplicationSet up to date"},
+        ]});
+        assert!(assess(&set, LoadBalancers::Ignored).is_ready());
+        set["status"]["conditions"][0] = json!({"type": "ErrorOccurred", "status": "True",
+            "reason": "ApplicationGenerationFromParamsError", "message": "failed to execute go template"});
+        assert!(
+            matches!(assess(&set, LoadBalancers::Ignored), Readiness::Failed(m) if m.contains("go template"))
         );
     }
 
