@@ -757,6 +757,16 @@ metadata:
     tazuna.dev/apply: create-only
 data:
   owner: platform
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: replaced
+  namespace: {ns}
+  annotations:
+    tazuna.dev/apply: replace
+data:
+  mode: strict
 "
         )
     };
@@ -801,6 +811,31 @@ spec:
         r#"{"data":{"owner":"team-a"}}"#,
     ]));
     assert!(edit.status.success(), "{}", text(&edit));
+    // Someone changes the replaced ConfigMap's field and adds one.
+    let edit = output(cluster.kubectl().args([
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "replaced",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"mode":"lax","extra":"added"}}"#,
+    ]));
+    assert!(edit.status.success(), "{}", text(&edit));
+    let drift = run(cluster, dir, &["state", "drift"]);
+    assert_eq!(drift.status.code(), Some(2), "{}", text(&drift));
+    assert!(text(&drift).contains("replaced"), "{}", text(&drift));
+    // Replaced whole: the changed field is put back and the added one goes.
+    let replaced = run(cluster, dir, &["apply"]);
+    assert!(replaced.status.success(), "{}", text(&replaced));
+    let data = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "replaced"]);
+    assert_eq!(
+        data["data"],
+        serde_json::json!({"mode": "strict"}),
+        "{}",
+        text(&replaced)
+    );
     for args in [
         &["plan", "--detailed-exitcode"][..],
         &["state", "drift"][..],

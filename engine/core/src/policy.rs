@@ -33,7 +33,7 @@ pub const APPLY_ANNOTATION: &str = "tazuna.dev/apply";
 pub const IGNORE_ANNOTATION: &str = "tazuna.dev/ignore";
 
 /// The values [`APPLY_ANNOTATION`] may hold, each with what it does.
-pub const APPLY_POLICIES: [(&str, &str); 2] = [
+pub const APPLY_POLICIES: [(&str, &str); 3] = [
     (
         "always",
         "sent on every apply that changes it (the default)",
@@ -41,6 +41,10 @@ pub const APPLY_POLICIES: [(&str, &str); 2] = [
     (
         "create-only",
         "created when missing, never updated (`IfNotPresent`)",
+    ),
+    (
+        "replace",
+        "sent whole as an update instead of a server-side apply: what it does not list is removed, whoever set it",
     ),
 ];
 
@@ -135,6 +139,9 @@ pub enum Decision {
     /// Created when missing, else left as it is live: not sent, not
     /// compared by `plan` and `state drift`.
     CreateOnly(Why),
+    /// Sent whole as an update (`PUT`, Argo CD's `Replace=true`), or
+    /// created when missing: what it does not list goes, whoever set it.
+    Replace,
 }
 
 /// Why an object is create-only.
@@ -150,7 +157,7 @@ impl Decision {
     /// Whether apply sends the object, which exists live or not.
     pub fn sends(&self, exists: bool) -> bool {
         match self {
-            Self::Apply => true,
+            Self::Apply | Self::Replace => true,
             Self::CreateOnly(_) => !exists,
         }
     }
@@ -158,7 +165,7 @@ impl Decision {
     /// What apply, plan and status say of an object left as it is.
     pub fn note(&self) -> Option<String> {
         match self {
-            Self::Apply => None,
+            Self::Apply | Self::Replace => None,
             Self::CreateOnly(Why::Annotated) => Some(format!(
                 "create-only (`{APPLY_ANNOTATION}`); exists, not sent"
             )),
@@ -359,6 +366,16 @@ pub fn decide(
     match annotation(rendered, APPLY_ANNOTATION) {
         None | Some("always") => {}
         Some("create-only") => return Ok(Decision::CreateOnly(Why::Annotated)),
+        Some("replace") => {
+            // Handed over, the controller's word still wins.
+            let covered = handover
+                .zip(object.as_ref())
+                .is_some_and(|(h, o)| h.covers(o));
+            return Ok(match recorded {
+                Some(handed) if covered => Decision::CreateOnly(Why::HandedOver(handed.clone())),
+                _ => Decision::Replace,
+            });
+        }
         Some(other) => {
             return Err(PolicyError {
                 object: Box::new(identity(rendered)),
@@ -641,6 +658,17 @@ mod tests {
         assert_eq!(
             list,
             json!({"spec": {"ports": [{"port": 80}, {"port": 8081}]}})
+        );
+    }
+
+    #[test]
+    fn a_replaced_object_is_sent_whole_until_it_is_handed_over() {
+        let object = deployment(json!({APPLY_ANNOTATION: "replace"}));
+        assert_eq!(decide(&object, None, None), Ok(Decision::Replace));
+        assert!(Decision::Replace.sends(true));
+        assert_eq!(
+            decide(&object, Some(&flux(&[])), Some(&handed())),
+            Ok(Decision::CreateOnly(Why::HandedOver(handed())))
         );
     }
 }

@@ -379,7 +379,13 @@ pub async fn compare(
             let mut params = manager.apply_params();
             params.dry_run = true;
             params.field_manager = Some(manager.as_for(current.as_ref()).to_owned());
+            let replaced = matches!(decision, Decision::Replace);
             let ((result, conflict, sent), warnings) = crate::warnings::collect(async {
+                if replaced {
+                    let manager = params.field_manager.clone().unwrap_or_default();
+                    let result = crate::objects::replace(&api, &value, &manager, true).await;
+                    return (result, None, 2);
+                }
                 let first = api
                     .patch(&object.name, &params, &Patch::Apply(&value))
                     .await;

@@ -301,6 +301,35 @@ impl Run<'_> {
                 tazuna_core::policy::keep_live(sent.to_mut(), &live, &item.ignored);
             }
         }
+        if item.decision == Decision::Replace {
+            let (result, warnings) = crate::warnings::collect(crate::objects::replace(
+                &api,
+                sent.as_ref(),
+                params
+                    .field_manager
+                    .as_deref()
+                    .unwrap_or(self.manager.name()),
+                params.dry_run,
+            ))
+            .await;
+            let applied = result.map_err(|e| ManifestError::Rejected {
+                object: item.object.clone(),
+                message: format!(
+                    "cannot replace it (`tazuna.dev/apply: replace`): {}",
+                    status_message(&e)
+                ),
+            })?;
+            let mut value = serde_json::to_value(&applied).unwrap_or(Value::Null);
+            crate::objects::fill_type(&mut value, &item.object);
+            notes.push("replaced whole (`tazuna.dev/apply: replace`)".to_owned());
+            if !warnings.is_empty() {
+                notes.push(format!("warning: {}", warnings.join("; ")));
+            }
+            return Ok(Sent {
+                applied: value,
+                notes,
+            });
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;

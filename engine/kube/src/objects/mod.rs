@@ -99,7 +99,20 @@ impl FieldManager {
                         .is_none_or(|s| s.as_str().is_none_or(str::is_empty))
             })
         };
-        let owned = match entry(&self.0).or_else(|| entry(LEGACY_FIELD_MANAGER)) {
+        // An object replaced (`tazuna.dev/apply: replace`) has an update
+        // entry instead of an apply entry.
+        let updated = || {
+            managed.into_iter().flatten().find(|f| {
+                f.get("manager").and_then(Value::as_str) == Some(self.0.as_str())
+                    && f.get("operation").and_then(Value::as_str) == Some("Update")
+                    && f.get("subresource")
+                        .is_none_or(|s| s.as_str().is_none_or(str::is_empty))
+            })
+        };
+        let owned = match entry(&self.0)
+            .or_else(|| entry(LEGACY_FIELD_MANAGER))
+            .or_else(updated)
+        {
             Some(entry) => serde_json::json!({
                 "apiVersion": entry.get("apiVersion"),
                 "fieldsV1": entry.get("fieldsV1"),
@@ -161,6 +174,40 @@ fn apply_entries(live: &Value) -> Vec<(usize, &str)> {
 pub const PRUNE_ANNOTATION: &str = "tazuna.dev/prune";
 
 /// The API for `resolved` objects in `namespace`.
+/// Send `value` whole: an update (`PUT`) at the live object's
+/// `resourceVersion`, or a create when it does not exist, as `manager`
+/// (`tazuna.dev/apply: replace`). A write that lost a race with another
+/// is tried once more.
+pub async fn replace(
+    api: &Api<DynamicObject>,
+    value: &Value,
+    manager: &str,
+    dry_run: bool,
+) -> Result<DynamicObject, kube::Error> {
+    let params = kube::api::PostParams {
+        dry_run,
+        field_manager: Some(manager.to_owned()),
+    };
+    let mut object: DynamicObject =
+        serde_json::from_value(value.clone()).map_err(kube::Error::SerdeError)?;
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let result = match api.get_opt(&name).await? {
+            None => api.create(&params, &object).await,
+            Some(live) => {
+                object.metadata.resource_version = live.metadata.resource_version;
+                api.replace(&name, &params, &object).await
+            }
+        };
+        match result {
+            Err(kube::Error::Api(status)) if status.code == 409 && attempt < 2 => continue,
+            other => return other,
+        }
+    }
+}
+
 pub fn api_for(
     client: &Client,
     resolved: &Resolved,
