@@ -767,6 +767,16 @@ metadata:
     tazuna.dev/apply: replace
 data:
   mode: strict
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tuned
+  namespace: {ns}
+  annotations:
+    tazuna.dev/ignore: manager:tuner
+data:
+  level: \"1\"
 "
         )
     };
@@ -823,6 +833,19 @@ spec:
         r#"{"data":{"mode":"lax","extra":"added"}}"#,
     ]));
     assert!(edit.status.success(), "{}", text(&edit));
+    // A tuning controller sets a field whose manager the file leaves alone.
+    let tune = output(cluster.kubectl().args([
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "tuned",
+        "--type=merge",
+        "--field-manager=tuner",
+        "-p",
+        r#"{"data":{"level":"5"}}"#,
+    ]));
+    assert!(tune.status.success(), "{}", text(&tune));
     let drift = run(cluster, dir, &["state", "drift"]);
     assert_eq!(drift.status.code(), Some(2), "{}", text(&drift));
     assert!(text(&drift).contains("replaced"), "{}", text(&drift));
@@ -853,6 +876,8 @@ spec:
     assert!(changed.status.success(), "{}", text(&changed));
     let web = kubectl_json(cluster, &["-n", &ns, "get", "deployment", "web"]);
     assert_eq!(web["spec"]["replicas"], 3, "{}", text(&changed));
+    let tuned = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "tuned"]);
+    assert_eq!(tuned["data"]["level"], "5", "{}", text(&changed));
     let seeded = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "seeded"]);
     assert_eq!(seeded["data"]["owner"], "team-a", "{}", text(&changed));
 

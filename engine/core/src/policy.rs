@@ -26,7 +26,8 @@ use crate::inventory::ObjectRef;
 pub const APPLY_ANNOTATION: &str = "tazuna.dev/apply";
 
 /// The annotation that lists fields of an object Tazuna leaves to others,
-/// as JSON pointers separated by commas (`/spec/replicas`), as Argo CD's
+/// separated by commas: JSON pointers (`/spec/replicas`), or every field a
+/// field manager owns live (`manager:<name>`), as Argo CD's
 /// `ignoreDifferences` with `RespectIgnoreDifferences`: on an object that
 /// exists, apply sends their live values (or leaves them out when live has
 /// none), and `plan` and `state drift` do not compare them.
@@ -190,7 +191,7 @@ impl crate::hint::Hint for PolicyError {
     fn hint(&self) -> Option<String> {
         if self.annotation == IGNORE_ANNOTATION {
             return Some(format!(
-                "list JSON pointers separated by commas, such as `{IGNORE_ANNOTATION}: /spec/replicas,/metadata/annotations/example.com~1owner` (`~1` stands for `/` in a key)"
+                "list JSON pointers or `manager:<field manager>` separated by commas, such as `{IGNORE_ANNOTATION}: /spec/replicas,/metadata/annotations/example.com~1owner` (`~1` stands for `/` in a key) or `{IGNORE_ANNOTATION}: manager:kube-controller-manager`"
             ));
         }
         let known: Vec<String> = APPLY_POLICIES
@@ -201,8 +202,9 @@ impl crate::hint::Hint for PolicyError {
     }
 }
 
-/// The fields `rendered` leaves to others ([`IGNORE_ANNOTATION`]), as JSON
-/// pointers; empty without the annotation.
+/// The fields `rendered` leaves to others ([`IGNORE_ANNOTATION`]): JSON
+/// pointers and `manager:<name>` entries ([`resolve`] turns these into
+/// pointers on the live object); empty without the annotation.
 pub fn ignored(rendered: &Value) -> Result<Vec<String>, PolicyError> {
     let Some(list) = annotation(rendered, IGNORE_ANNOTATION) else {
         return Ok(Vec::new());
@@ -223,9 +225,10 @@ pub fn ignored(rendered: &Value) -> Result<Vec<String>, PolicyError> {
         "/metadata/namespace",
     ];
     let bad = pointers.is_empty()
-        || pointers
-            .iter()
-            .any(|p| !p.starts_with('/') || p.ends_with('/') || fixed.contains(&p.as_str()));
+        || pointers.iter().any(|p| match p.strip_prefix("manager:") {
+            Some(manager) => manager.trim().is_empty(),
+            None => !p.starts_with('/') || p.ends_with('/') || fixed.contains(&p.as_str()),
+        });
     if bad {
         return Err(PolicyError {
             object: Box::new(identity(rendered)),
@@ -234,6 +237,94 @@ pub fn ignored(rendered: &Value) -> Result<Vec<String>, PolicyError> {
         });
     }
     Ok(pointers)
+}
+
+/// The JSON pointers of `ignored` on `live`: its pointers, and for each
+/// `manager:<name>` every field that manager owns in `live`'s
+/// `managedFields` (of the object itself, or of its `scale` subresource,
+/// through which autoscalers write), down to the leaves.
+pub fn resolve(ignored: &[String], live: &Value) -> Vec<String> {
+    let mut pointers = Vec::new();
+    for entry in ignored {
+        match entry.strip_prefix("manager:") {
+            None => pointers.push(entry.clone()),
+            Some(manager) => {
+                let managed = live
+                    .pointer("/metadata/managedFields")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter(|f| f.get("manager").and_then(Value::as_str) == Some(manager.trim()))
+                    .filter(|f| {
+                        matches!(
+                            f.get("subresource").and_then(Value::as_str).unwrap_or(""),
+                            "" | "scale"
+                        )
+                    });
+                for fields in managed.filter_map(|f| f.get("fieldsV1")) {
+                    owned(fields, live, String::new(), &mut pointers);
+                }
+            }
+        }
+    }
+    // Nothing of the identity, whoever owns it.
+    let fixed = [
+        "/apiVersion",
+        "/kind",
+        "/metadata",
+        "/metadata/name",
+        "/metadata/namespace",
+    ];
+    pointers.retain(|p| !p.is_empty() && !fixed.contains(&p.as_str()));
+    pointers.sort();
+    pointers.dedup();
+    pointers
+}
+
+/// The leaves of a `fieldsV1` tree at `at` (a JSON pointer into `live`):
+/// `f:<name>` is a field, `k:<keys>` the element of a list whose fields
+/// match, `v:<value>` the element equal to it, `i:<n>` the n-th; `.` owns
+/// the node itself.
+fn owned(tree: &Value, live: &Value, at: String, out: &mut Vec<String>) {
+    let Some(children) = tree.as_object() else {
+        return;
+    };
+    if children.is_empty() || children.contains_key(".") {
+        out.push(at.clone());
+    }
+    for (key, child) in children {
+        let next = if let Some(name) = key.strip_prefix("f:") {
+            Some(format!(
+                "{at}/{}",
+                name.replace('~', "~0").replace('/', "~1")
+            ))
+        } else if let Some(index) = key.strip_prefix("i:") {
+            Some(format!("{at}/{index}"))
+        } else if let Some(wanted) = key.strip_prefix("k:").or_else(|| key.strip_prefix("v:")) {
+            let by_keys = key.starts_with("k:");
+            let wanted: Option<Value> = serde_json::from_str(wanted).ok();
+            live.pointer(&at)
+                .and_then(Value::as_array)
+                .zip(wanted)
+                .and_then(|(items, wanted)| {
+                    items.iter().position(|item| {
+                        if by_keys {
+                            wanted.as_object().is_some_and(|keys| {
+                                keys.iter().all(|(k, v)| item.get(k) == Some(v))
+                            })
+                        } else {
+                            *item == wanted
+                        }
+                    })
+                })
+                .map(|index| format!("{at}/{index}"))
+        } else {
+            None
+        };
+        if let Some(next) = next {
+            owned(child, live, next, out);
+        }
+    }
 }
 
 /// `sent` with each `ignored` field as it is `live`: the live value, or
@@ -669,6 +760,42 @@ mod tests {
         assert_eq!(
             decide(&object, Some(&flux(&[])), Some(&handed())),
             Ok(Decision::CreateOnly(Why::HandedOver(handed())))
+        );
+    }
+
+    #[test]
+    fn a_managers_fields_are_ignored_down_to_the_leaves() {
+        let object = deployment(json!({IGNORE_ANNOTATION: "manager:hpa, /spec/paused"}));
+        let ignore = ignored(&object).unwrap();
+        assert_eq!(ignore, ["manager:hpa", "/spec/paused"]);
+        assert!(ignored(&deployment(json!({IGNORE_ANNOTATION: "manager: "}))).is_err());
+        // As the API server records them (a Deployment scaled through its
+        // `scale` subresource, a container's image set by a list key).
+        let live = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "managedFields": [
+                {"manager": "hpa", "operation": "Update", "subresource": "scale",
+                 "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+                {"manager": "hpa", "operation": "Update", "subresource": "status",
+                 "fieldsV1": {"f:status": {"f:replicas": {}}}},
+                {"manager": "hpa", "operation": "Apply",
+                 "fieldsV1": {"f:metadata": {"f:annotations": {"f:a/b": {}}},
+                   "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                     "k:{\"name\":\"app\"}": {".": {}, "f:image": {}}}}}}}},
+                {"manager": "other", "operation": "Apply", "fieldsV1": {"f:spec": {"f:paused": {}}}},
+            ]},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [
+                {"name": "sidecar"}, {"name": "app", "image": "web:2"}]}}},
+        });
+        assert_eq!(
+            resolve(&ignore, &live),
+            [
+                "/metadata/annotations/a~1b",
+                "/spec/paused",
+                "/spec/replicas",
+                "/spec/template/spec/containers/1",
+                "/spec/template/spec/containers/1/image",
+            ]
         );
     }
 }

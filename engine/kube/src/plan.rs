@@ -372,10 +372,15 @@ pub async fn compare(
                 }
             };
             // Fields left to others go as they are live, and are not compared.
-            let ignored = policy::ignored(&value)?;
-            if let Some(current) = &current {
-                policy::keep_live(&mut value, current, &ignored);
-            }
+            let ignore = policy::ignored(&value)?;
+            let ignored = match &current {
+                Some(current) => {
+                    let pointers = policy::resolve(&ignore, current);
+                    policy::keep_live(&mut value, current, &pointers);
+                    pointers
+                }
+                None => Vec::new(),
+            };
             let mut params = manager.apply_params();
             params.dry_run = true;
             params.field_manager = Some(manager.as_for(current.as_ref()).to_owned());

@@ -298,7 +298,8 @@ impl Run<'_> {
                         ),
                     })?;
             if let Some(live) = live.and_then(|l| serde_json::to_value(l).ok()) {
-                tazuna_core::policy::keep_live(sent.to_mut(), &live, &item.ignored);
+                let pointers = tazuna_core::policy::resolve(&item.ignored, &live);
+                tazuna_core::policy::keep_live(sent.to_mut(), &live, &pointers);
             }
         }
         if item.decision == Decision::Replace {
