@@ -417,7 +417,15 @@ spec:
     let ready = wait_for(cluster, &ns, "kustomization/root", "condition=Ready");
     assert!(ready.status.success(), "{}", text(&ready));
 
-    // Plan and drift stay quiet, and say what was handed over.
+    // The file changes what was handed over: Flux's word stands, so plan,
+    // drift and state diff stay quiet, and say what was handed over.
+    let root_file = dir.join("root/source.yaml");
+    let changed = std::fs::read_to_string(&root_file)
+        .unwrap()
+        .replace("interval: 10m", "interval: 15m");
+    std::fs::write(&root_file, changed).unwrap();
+    let diff = run(cluster, dir, &["state", "diff", "--detailed-exitcode"]);
+    assert_eq!(diff.status.code(), Some(0), "{}", text(&diff));
     let plan = run(cluster, dir, &["plan", "--detailed-exitcode"]);
     assert_eq!(plan.status.code(), Some(0), "{}", text(&plan));
     assert!(

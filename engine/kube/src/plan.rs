@@ -576,6 +576,26 @@ pub fn pending(
             prepare_object(&mut value, &resolved, intent.manifest);
             let object = ObjectRef::of(&value).expect("identity checked");
             let hash = inventory::content_hash(&value, key);
+            // Recorded, so applied: create-only or handed over, apply leaves
+            // it (an unknown policy is plan's and apply's to refuse).
+            if let Some(entry) = prior.get(&object)
+                && let Ok(Decision::CreateOnly(why)) = policy::decide(
+                    &value,
+                    intent.manifest.handover.as_ref(),
+                    entry.handover.as_ref(),
+                )
+            {
+                report.unchanged += 1;
+                if let Why::HandedOver(handover) = why {
+                    report.handed_over.push(Handed {
+                        manifest: name.clone(),
+                        object: object.to_string(),
+                        handover,
+                    });
+                }
+                seen.insert(object);
+                continue;
+            }
             let change = match prior.get(&object) {
                 None => Some((ChangeKind::Create, "not applied yet")),
                 Some(entry) if entry.hash != hash => Some((
