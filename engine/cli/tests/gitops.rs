@@ -838,7 +838,7 @@ spec:
         "replaced",
         "--type=merge",
         "-p",
-        r#"{"data":{"mode":"lax","extra":"added"}}"#,
+        r#"{"metadata":{"finalizers":["example.com/protect"]},"data":{"mode":"lax","extra":"added"}}"#,
     ]));
     assert!(edit.status.success(), "{}", text(&edit));
     // A tuning controller sets a field whose manager the file leaves alone.
@@ -867,6 +867,23 @@ spec:
         "{}",
         text(&replaced)
     );
+    // A controller's finalizer is never dropped by a replace.
+    assert_eq!(
+        data["metadata"]["finalizers"],
+        serde_json::json!(["example.com/protect"]),
+        "{data}"
+    );
+    let release = output(cluster.kubectl().args([
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "replaced",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]));
+    assert!(release.status.success(), "{}", text(&release));
     for args in [
         &["plan", "--detailed-exitcode"][..],
         &["state", "drift"][..],

@@ -176,8 +176,9 @@ pub const PRUNE_ANNOTATION: &str = "tazuna.dev/prune";
 /// The API for `resolved` objects in `namespace`.
 /// Send `value` whole: an update (`PUT`) at the live object's
 /// `resourceVersion`, or a create when it does not exist, as `manager`
-/// (`tazuna.dev/apply: replace`). A write that lost a race with another
-/// is tried once more.
+/// (`tazuna.dev/apply: replace`); the live finalizers and owner references
+/// stay unless `value` lists its own. A write that lost a race with
+/// another is tried once more.
 pub async fn replace(
     api: &Api<DynamicObject>,
     value: &Value,
@@ -198,6 +199,15 @@ pub async fn replace(
             None => api.create(&params, &object).await,
             Some(live) => {
                 object.metadata.resource_version = live.metadata.resource_version;
+                // What protects the object or ties it to its owner stays,
+                // unless the file lists its own: a replace never drops a
+                // controller's finalizer (`kubernetes.io/pvc-protection`).
+                if object.metadata.finalizers.is_none() {
+                    object.metadata.finalizers = live.metadata.finalizers;
+                }
+                if object.metadata.owner_references.is_none() {
+                    object.metadata.owner_references = live.metadata.owner_references;
+                }
                 api.replace(&name, &params, &object).await
             }
         };
