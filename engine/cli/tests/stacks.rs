@@ -1146,7 +1146,7 @@ fn a_bare_cluster_plans_only_creates_and_a_dry_run_writes_nothing() {
 }
 
 #[test]
-fn a_first_apply_that_times_out_is_shown_by_status_and_removed_by_destroy() {
+fn a_first_apply_that_times_out_names_its_cause_is_a_change_to_plan_and_is_removed_by_destroy() {
     let Some(cluster) = TestCluster::start("stacks-first-failure") else {
         return;
     };
@@ -1182,11 +1182,33 @@ fn a_first_apply_that_times_out_is_shown_by_status_and_removed_by_destroy() {
 
     let failed = run(&cluster, dir, &["apply"]);
     assert!(!failed.status.success(), "{}", text(&failed));
+    // The timeout names the Pod-level cause, in the scheduler's words.
+    assert!(
+        printed(&failed).contains("pod `never-ready-")
+            && printed(&failed).contains("Unschedulable: 0/"),
+        "{}",
+        text(&failed)
+    );
     assert!(
         exists(&cluster, deployment_ref),
         "the Deployment was not created"
     );
 
+    // Plan and drift tell the truth: what apply will redo is a change, so a
+    // CI gate on plan stays red.
+    for args in [
+        &["plan", "--detailed-exitcode"][..],
+        &["state", "drift"][..],
+        &["state", "diff", "--detailed-exitcode"][..],
+    ] {
+        let gate = run(&cluster, dir, args);
+        assert_eq!(gate.status.code(), Some(2), "{args:?}: {}", text(&gate));
+        assert!(
+            stdout(&gate).contains("never-ready") && stdout(&gate).contains("failed part way"),
+            "{args:?}: {}",
+            text(&gate)
+        );
+    }
     let status = run(&cluster, dir, &["status"]);
     assert_eq!(status.status.code(), Some(2), "{}", text(&status));
     assert!(

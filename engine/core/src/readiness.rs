@@ -368,6 +368,71 @@ fn namespace(object: &Value) -> Readiness {
     }
 }
 
+/// Why a Pod of a workload that is not ready does not run, in the words of
+/// the scheduler and the kubelet: unschedulable (with the scheduler's
+/// message), an image that cannot be pulled, a container that crashes (with
+/// its last exit), a container that cannot be made. `None` when it shows
+/// none of these.
+pub fn pod_cause(pod: &Value) -> Option<String> {
+    fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+        value.get(key).and_then(Value::as_str).unwrap_or("")
+    }
+    let unscheduled = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|c| {
+            text(c, "type") == "PodScheduled"
+                && text(c, "status") == "False"
+                && text(c, "reason") == "Unschedulable"
+        });
+    if let Some(condition) = unscheduled {
+        return Some(format!("Unschedulable: {}", text(condition, "message")));
+    }
+    const WAITING: [&str; 7] = [
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "InvalidImageName",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    ];
+    for list in ["initContainerStatuses", "containerStatuses"] {
+        let statuses = pod
+            .pointer(&format!("/status/{list}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        for status in statuses {
+            let Some(waiting) = status.pointer("/state/waiting") else {
+                continue;
+            };
+            let reason = text(waiting, "reason");
+            if !WAITING.contains(&reason) {
+                continue;
+            }
+            let mut cause = format!("container `{}`: {reason}", text(status, "name"));
+            let message = text(waiting, "message");
+            if !message.is_empty() {
+                cause.push_str(&format!(": {message}"));
+            }
+            if let Some(last) = status.pointer("/lastState/terminated") {
+                cause.push_str(&format!(
+                    " (last exit: {}, code {})",
+                    text(last, "reason"),
+                    last.get("exitCode")
+                        .and_then(Value::as_i64)
+                        .unwrap_or_default()
+                ));
+            }
+            return Some(cause);
+        }
+    }
+    None
+}
+
 fn pod(object: &Value) -> Readiness {
     let phase = text(object, &["status", "phase"]);
     if phase == Some("Succeeded") {
@@ -1132,5 +1197,35 @@ mod tests {
         assert_eq!(assess(&service, LoadBalancers::Ignored), Readiness::Ready);
         assert!(has_rule(&service, LoadBalancers::Awaited));
         assert!(!assess(&service, LoadBalancers::Awaited).is_ready());
+    }
+
+    #[test]
+    fn a_pods_cause_is_the_schedulers_or_the_kubelets_word() {
+        // As kube-scheduler and the kubelet word them (v1.37).
+        let unschedulable = json!({"status": {"phase": "Pending", "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+            "message": "0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."}]}});
+        assert_eq!(
+            pod_cause(&unschedulable).unwrap(),
+            "Unschedulable: 0/2 nodes are available: 2 node(s) didn't match Pod's node affinity/selector."
+        );
+        let pull = json!({"status": {"containerStatuses": [{"name": "app",
+            "state": {"waiting": {"reason": "ImagePullBackOff",
+                "message": "Back-off pulling image \"web:typo\""}}}]}});
+        assert_eq!(
+            pod_cause(&pull).unwrap(),
+            "container `app`: ImagePullBackOff: Back-off pulling image \"web:typo\""
+        );
+        let crash = json!({"status": {"containerStatuses": [
+            {"name": "ok", "state": {"running": {}}},
+            {"name": "app", "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+             "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137}}}]}});
+        assert_eq!(
+            pod_cause(&crash).unwrap(),
+            "container `app`: CrashLoopBackOff (last exit: OOMKilled, code 137)"
+        );
+        let starting = json!({"status": {"containerStatuses": [{"name": "app",
+            "state": {"waiting": {"reason": "ContainerCreating"}}}]}});
+        assert_eq!(pod_cause(&starting), None);
     }
 }

@@ -300,6 +300,19 @@ pub async fn compare(
                     continue;
                 }
             }
+            // Sent by an apply that failed part way (a timeout, a failed
+            // test) and never seen through: the next apply sends it and
+            // waits for it again, so it is a change, not a match.
+            if let Some(note) = retried(states, name, entry.copied()) {
+                report.changes.push(Change {
+                    manifest: name.clone(),
+                    object: object.to_string(),
+                    change: ChangeKind::Update,
+                    diff: None,
+                    note: Some(note.to_owned()),
+                });
+                continue;
+            }
             if question == Question::Drift && !same_intent {
                 // Not applied yet in this form: a pending change, not drift.
                 continue;
@@ -596,8 +609,10 @@ pub fn pending(
                 seen.insert(object);
                 continue;
             }
+            let retry = retried(states, name, prior.get(&object).copied());
             let change = match prior.get(&object) {
                 None => Some((ChangeKind::Create, "not applied yet")),
+                Some(_) if retry.is_some() => Some((ChangeKind::Update, retry.unwrap_or_default())),
                 Some(entry) if entry.hash != hash => Some((
                     ChangeKind::Update,
                     "changed in the file since the last apply",
@@ -722,6 +737,20 @@ async fn live_namespaces(cluster: &Cluster) -> Result<HashSet<String>, PlanError
 }
 
 /// A manifest's state entries by object; empty when it was never applied.
+/// What plan, drift and state diff say of `entry`, recorded by `manifest`
+/// in `states`, when the manifest's last apply failed part way and the
+/// object was sent then without being seen through (no fields hash).
+fn retried(
+    states: &BTreeMap<String, Stored>,
+    manifest: &str,
+    entry: Option<&Entry>,
+) -> Option<&'static str> {
+    let incomplete = states.get(manifest).is_some_and(|s| s.state.incomplete);
+    (incomplete && entry.is_some_and(|e| e.fields.is_none())).then_some(
+        "its manifest's last apply failed part way; `apply` sends it again and waits for it",
+    )
+}
+
 fn recorded<'a>(
     states: &'a BTreeMap<String, Stored>,
     manifest: &str,

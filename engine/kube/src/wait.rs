@@ -92,6 +92,69 @@ fn group_key(w: &Watched) -> GroupKey {
     )
 }
 
+/// The workloads whose Pods are asked why they do not run, at most.
+const CAUSES_AT_MOST: usize = 5;
+
+/// For each workload in `pending` (a Deployment, StatefulSet, DaemonSet or
+/// Job), the cause one of its Pods shows ([`readiness::pod_cause`]), added
+/// to its reason: a timeout names why, not only how many are available.
+/// Best effort: what cannot be read adds nothing.
+async fn pod_causes(client: &Client, pending: &mut [(ObjectRef, String)]) {
+    let workloads = pending.iter_mut().filter(|(object, _)| {
+        matches!(
+            (object.group.as_str(), object.kind.as_str()),
+            ("apps", "Deployment" | "StatefulSet" | "DaemonSet") | ("batch", "Job")
+        )
+    });
+    for (object, reason) in workloads.take(CAUSES_AT_MOST) {
+        let Some(namespace) = object.namespace.as_deref() else {
+            continue;
+        };
+        let resource = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            &object.group,
+            &object.version,
+            &object.kind,
+        ));
+        let api: kube::Api<DynamicObject> =
+            kube::Api::namespaced_with(client.clone(), namespace, &resource);
+        let Ok(Some(workload)) = api.get_opt(&object.name).await else {
+            continue;
+        };
+        let labels = workload
+            .data
+            .pointer("/spec/selector/matchLabels")
+            .and_then(Value::as_object)
+            .map(|labels| {
+                labels
+                    .iter()
+                    .filter_map(|(k, v)| Some(format!("{k}={}", v.as_str()?)))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+        let Some(labels) = labels.filter(|l| !l.is_empty()) else {
+            continue;
+        };
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(client.clone(), namespace);
+        let params = kube::api::ListParams::default().labels(&labels).limit(20);
+        let Ok(list) = pods.list(&params).await else {
+            continue;
+        };
+        let cause = list.items.iter().find_map(|pod| {
+            let value = serde_json::to_value(pod).ok()?;
+            let cause = readiness::pod_cause(&value)?;
+            Some(format!(
+                "pod `{}`: {cause}",
+                pod.metadata.name.as_deref().unwrap_or_default()
+            ))
+        });
+        if let Some(cause) = cause {
+            reason.push_str("; ");
+            reason.push_str(&cause);
+        }
+    }
+}
+
 /// Wait until every object in `objects` is ready, at most `timeout`, by the
 /// rules of [`readiness::assess`] with `load_balancers`.
 /// `on_ready` is called once per object as it becomes ready (also for those
@@ -180,6 +243,7 @@ pub async fn until_ready(
                 Err(_) => {
                     let mut left: Vec<(ObjectRef, String)> = pending.into_values().collect();
                     left.sort();
+                    pod_causes(client, &mut left).await;
                     return Err(WaitError::Timeout {
                         pending: left,
                         timeout,
