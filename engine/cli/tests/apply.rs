@@ -1732,3 +1732,58 @@ fn plan_reads_a_removed_manifests_objects_live_as_apply_does() {
     assert!(exists(cluster, &["-n", ns, "configmap", "released"]));
     succeed(tazuna(cluster, dir.path()).args(["destroy", "--yes"]));
 }
+
+/// `ExistNonExist`, as docs/configuration.md shows it: a manifest's test
+/// that an object exists passes once it does, and one that an object must
+/// not exist fails the manifest while it does, naming the object.
+#[test]
+fn exist_non_exist_tests_pass_and_fail_as_documented() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("exist");
+    let ns = namespace.name();
+    let suffix = tazuna_tests::e2e::unique_suffix();
+    let file = |should_exist: bool| {
+        format!(
+            r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: exist-{suffix}
+      type: manifests
+      path: ./objects
+      namespace: {ns}
+      tests:
+        - type: ExistNonExist
+          timeoutSeconds: 5
+          existNonExist:
+            resource: {{ apiVersion: v1, kind: ConfigMap }}
+            namespace: {ns}
+            name: marker
+            shouldExist: {should_exist}
+"#
+        )
+    };
+    let dir = common::project(&file(true));
+    common::write(
+        dir.path(),
+        "objects/marker.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: marker\ndata:\n  at: day-one\n",
+    );
+    let passed = output(tazuna(cluster, dir.path()).arg("apply"));
+    assert!(passed.status.success(), "{}", text(&passed));
+    assert!(
+        text(&passed).contains("passed ExistNonExist"),
+        "{}",
+        text(&passed)
+    );
+    std::fs::write(dir.path().join("tazuna.yaml"), file(false)).unwrap();
+    let failed = output(tazuna(cluster, dir.path()).arg("apply"));
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed));
+    assert!(
+        text(&failed).contains("ExistNonExist") && text(&failed).contains("marker"),
+        "{}",
+        text(&failed)
+    );
+}

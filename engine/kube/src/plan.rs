@@ -41,6 +41,10 @@ pub enum ChangeKind {
     Conflict,
     /// It exists, no stack applied it, and apply takes it over.
     Adopt,
+    /// The API server refused its dry run (a webhook down, a namespace
+    /// being deleted): what apply would do is unknown, and plan fails once
+    /// every other object is shown.
+    Refused,
 }
 
 /// One change.
@@ -103,6 +107,16 @@ pub enum PlanError {
     /// An object's policy annotation is not one Tazuna knows.
     #[error("{0}")]
     Policy(#[from] tazuna_core::policy::PolicyError),
+}
+
+impl Report {
+    /// How many objects' dry runs the API server refused.
+    pub fn refused(&self) -> usize {
+        self.changes
+            .iter()
+            .filter(|c| c.change == ChangeKind::Refused)
+            .count()
+    }
 }
 
 impl PlanError {
@@ -424,12 +438,27 @@ pub async fn compare(
             dry_runs += sent;
             let warning =
                 (!warnings.is_empty()).then(|| format!("warning: {}", warnings.join("; ")));
-            let result = result.map_err(|error| {
-                PlanError::request(
-                    format!("server-side dry run of {object} was refused"),
-                    &error,
-                )
-            })?;
+            let result = match result {
+                Ok(result) => result,
+                Err(error) => {
+                    // One refusal does not hide the rest of the plan.
+                    let refusal = PlanError::request(
+                        "its server-side dry run was refused".to_owned(),
+                        &error,
+                    );
+                    let hint = tazuna_core::hint::Hint::hint(&refusal).unwrap_or_else(|| {
+                        "fix what the API server names (a webhook that does not answer, a namespace being deleted) and plan again".to_owned()
+                    });
+                    report.changes.push(Change {
+                        manifest: name.clone(),
+                        object: object.to_string(),
+                        change: ChangeKind::Refused,
+                        diff: None,
+                        note: Some(format!("{refusal}; hint: {hint}")),
+                    });
+                    continue;
+                }
+            };
             let mut after = serde_json::to_value(&result).unwrap_or(Value::Null);
             fill_type(&mut after, &object);
             let text = diff::unified(

@@ -68,6 +68,10 @@ pub async fn report_on(
         Scope::One(one) => {
             let report = compare(&one, question).await?;
             print(&one, &report, verb, empty)?;
+            if report.refused() > 0 {
+                // Every other change is shown; the plan itself failed.
+                return Err(crate::failure::Reported.into());
+            }
             Ok(
                 if report.changes.is_empty() || changes == Changes::Succeed {
                     ExitCode::SUCCESS
@@ -82,6 +86,13 @@ pub async fn report_on(
                 let (verb, empty) = (verb_owned.clone(), empty.clone());
                 async move {
                     let report = compare(&one, question).await?;
+                    if report.refused() > 0 {
+                        anyhow::bail!(
+                            "the API server refused the dry run of {} objects:\n{}",
+                            report.refused(),
+                            text(&one, &report, &verb, &empty)
+                        );
+                    }
                     Ok(ClusterReport {
                         changes: !report.changes.is_empty(),
                         changed: Some(report.changes.len()),
@@ -129,6 +140,7 @@ fn text(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str) -> 
             ChangeKind::Delete => color.error("- delete"),
             ChangeKind::Conflict => color.error("! conflict"),
             ChangeKind::Adopt => color.warning("> adopt"),
+            ChangeKind::Refused => color.error("? refused"),
         };
         let note = change
             .note
