@@ -564,15 +564,21 @@ fn a_crd_and_its_custom_resource_in_one_manifest_apply_and_a_missing_dependency_
         !exists(&cluster, &["-n", "default", "configmap", "typo"]),
         "the misspelt ConfigMap was created anyway"
     );
-    // `plan` refuses it the same way, once, without kube-rs's own log line.
+    // `plan` refuses it the same way, once, without kube-rs's own log line,
+    // as a refusal of that object beside the rest of the plan, and exits 1.
     let planned = output(tazuna(&cluster, dir.path()).arg("plan"));
     assert_eq!(planned.status.code(), Some(1), "{}", text(&planned));
-    let stderr = String::from_utf8_lossy(&planned.stderr);
+    let said = text(&planned);
+    assert!(
+        String::from_utf8_lossy(&planned.stdout).contains(
+            "v1 ConfigMap default/typo (its server-side dry run was refused: failed to create typed patch object (default/typo; /v1, Kind=ConfigMap): .datta: field not declared in schema; hint: the API server's schema for this kind has no such field; check its spelling, its indentation and the apiVersion)"
+        ),
+        "{said}"
+    );
     assert_eq!(
-        stderr.trim_end(),
-        "error: server-side dry run of v1 ConfigMap default/typo was refused: failed to create typed patch object (default/typo; /v1, Kind=ConfigMap): .datta: field not declared in schema\nhint: the API server's schema for this kind has no such field; check its spelling, its indentation and the apiVersion",
-        "{}",
-        text(&planned)
+        said.matches("field not declared in schema").count(),
+        1,
+        "{said}"
     );
 
     // A removed API version is named as such, with the version to move to,
@@ -1785,5 +1791,79 @@ spec:
         text(&failed).contains("ExistNonExist") && text(&failed).contains("marker"),
         "{}",
         text(&failed)
+    );
+}
+
+/// A dry run the API server refuses (here: an object in a namespace being
+/// deleted) does not hide the rest of the plan: every other change is
+/// shown, the refusal is named per object with a hint, and plan exits 1.
+#[test]
+fn a_refused_dry_run_fails_plan_after_showing_every_other_change() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let namespace = cluster.namespace("plan-live");
+    let live = namespace.name();
+    let suffix = tazuna_tests::e2e::unique_suffix();
+    let doomed = format!("plan-doomed-{suffix}");
+    // A namespace held in Terminating by a finalizer nobody removes.
+    for args in [
+        vec!["create", "namespace", doomed.as_str()],
+        vec![
+            "patch",
+            "namespace",
+            doomed.as_str(),
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+        ],
+        vec!["delete", "namespace", doomed.as_str(), "--wait=false"],
+    ] {
+        succeed(cluster.kubectl().args(&args));
+    }
+    let dir = common::project(&format!(
+        r#"apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: live-{suffix}
+      type: manifests
+      path: ./live
+      namespace: {live}
+    - name: doomed-{suffix}
+      type: manifests
+      path: ./doomed
+      namespace: {doomed}
+"#
+    ));
+    let configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  a: b\n";
+    common::write(dir.path(), "live/settings.yaml", configmap);
+    common::write(dir.path(), "doomed/settings.yaml", configmap);
+    let plan = output(tazuna(cluster, dir.path()).args(["plan", "--detailed-exitcode"]));
+    // Let the namespace go before asserting anything.
+    succeed(cluster.kubectl().args([
+        "patch",
+        "namespace",
+        &doomed,
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]));
+    assert_eq!(plan.status.code(), Some(1), "{}", text(&plan));
+    let printed = String::from_utf8_lossy(&plan.stdout);
+    assert!(
+        printed.contains(&format!(
+            "+ create live-{suffix}: v1 ConfigMap {live}/settings"
+        )),
+        "{}",
+        text(&plan)
+    );
+    assert!(
+        printed.contains(&format!(
+            "? refused doomed-{suffix}: v1 ConfigMap {doomed}/settings"
+        )) && printed.contains("being terminated")
+            && printed.contains("hint:"),
+        "{}",
+        text(&plan)
     );
 }
