@@ -224,9 +224,28 @@ fn helm_hooks_run_by_phase_weight_and_delete_policy_and_an_unchanged_apply_runs_
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
     }
 
+    // A dry run of the no-op says which hooks it leaves out.
+    let dry = succeed(tazuna(&cluster, dir, &helm).args(["apply", "--dry-run"]));
+    assert!(
+        text(&dry).contains(
+            "batch/v1 Job default/migrate (helm hook left out: nothing of the release changes"
+        ),
+        "{}",
+        text(&dry)
+    );
+
     // An upgrade: pre-upgrade hooks before the change, post-upgrade after;
-    // install-only hooks do not run again.
+    // install-only hooks do not run again. Plan lists the hooks it runs.
     write(dir, "chart/values.yaml", "release: two\n");
+    let plan = output(tazuna(&cluster, dir, &helm).args(["plan", "--detailed-exitcode"]));
+    assert_eq!(plan.status.code(), Some(2), "{}", text(&plan));
+    assert!(
+        text(&plan).contains(
+            "» hook hooked: batch/v1 Job default/migrate (helm.sh/hook: pre-install,pre-upgrade)"
+        ) && !text(&plan).contains("» hook hooked: batch/v1 Job default/seed"),
+        "{}",
+        text(&plan)
+    );
     let from = requests(&cluster);
     let upgrade = succeed(tazuna(&cluster, dir, &helm).arg("apply"));
     let writes = writes_since(&cluster, from);

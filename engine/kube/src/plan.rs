@@ -75,6 +75,10 @@ pub struct Report {
     /// GitOps controller (not compared; counted in `unchanged` too).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub handed_over: Vec<Handed>,
+    /// The helm hooks `apply` will run: those of each manifest it installs
+    /// or changes, in the order they run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookRun>,
     /// Requests sent to the API server.
     pub requests: usize,
 }
@@ -89,6 +93,17 @@ pub struct Handed {
     pub object: String,
     /// To whom and when.
     pub handover: tazuna_core::policy::HandedOver,
+}
+
+/// A helm hook `apply` will run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HookRun {
+    /// The manifest.
+    pub manifest: String,
+    /// The hook.
+    pub object: String,
+    /// Its `helm.sh/hook` events (`pre-upgrade`, `post-install,post-upgrade`).
+    pub events: String,
 }
 
 /// Why a plan could not be made.
@@ -232,6 +247,7 @@ pub async fn compare(
         let prior = recorded(states, name);
         let values: Vec<&Value> = intent.rendered.objects.iter().map(|o| &o.value).collect();
         let left_out = hooks_left_out(&values, prior.is_empty());
+        let changes_before = report.changes.len();
         let mut seen = HashSet::new();
         for index in inventory::apply_order(&values) {
             let Some(object) = ObjectRef::of(values[index]) else {
@@ -529,6 +545,33 @@ pub async fn compare(
                         .flatten()
                         .reduce(|a, b| format!("{a}; {b}")),
                 }),
+            }
+        }
+        // The hooks an install runs, and an upgrade's when it changes
+        // something: what apply does (`apply::Run::apply_objects`).
+        if question == Question::Plan && (prior.is_empty() || report.changes.len() > changes_before)
+        {
+            let release = if prior.is_empty() {
+                hooks::Release::Install
+            } else {
+                hooks::Release::Upgrade
+            };
+            let split = hooks::split(&values, release);
+            for hook in split.pre.iter().chain(&split.post) {
+                let value = values[hook.index];
+                let Some(object) = ObjectRef::of(value) else {
+                    continue;
+                };
+                let events = value
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(hooks::HOOK))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                report.hooks.push(HookRun {
+                    manifest: name.clone(),
+                    object: object.to_string(),
+                    events: events.to_owned(),
+                });
             }
         }
         if question == Question::Plan

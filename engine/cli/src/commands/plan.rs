@@ -154,6 +154,18 @@ fn text(settings: &GlobalSettings, report: &Report, verb: &str, empty: &str) -> 
             }
         }
     }
+    // The helm hooks apply will run.
+    for hook in &report.hooks {
+        let _ = writeln!(
+            out,
+            "{} {}: {} ({}: {})",
+            color.hint("» hook"),
+            hook.manifest,
+            hook.object,
+            tazuna_core::hooks::HOOK,
+            hook.events
+        );
+    }
     // What a GitOps controller owns now: not compared, said once each.
     for handed in &report.handed_over {
         let _ = writeln!(

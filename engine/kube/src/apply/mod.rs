@@ -544,6 +544,15 @@ impl Run<'_> {
                     action: Action::Unchanged,
                     note: None,
                 });
+                // A dry run says what it leaves out; an apply stays quiet
+                // about what it does on every no-op run.
+                if self.settings.mode == Mode::DryRun {
+                    self.note_hook(
+                        name,
+                        values[index],
+                        "nothing of the release changes, so its upgrade hooks do not run",
+                    );
+                }
             }
         }
         let hook_timeout = manifest.wait.timeout();
