@@ -298,7 +298,7 @@ fn quickstart_applies_converges_plans_drifts_prunes_and_destroys() {
     assert_eq!(diff.status.code(), Some(2), "{}", text(&diff));
     assert!(
         String::from_utf8_lossy(&diff.stdout).contains(
-            "- delete projects: argoproj.io/v1alpha1 AppProject argocd/platform (its manifest was removed from the file; deleted with `apply --prune`)"
+            "- delete projects: argoproj.io/v1alpha1 AppProject argocd/platform (removed: its manifest was removed from the file; deleted with `apply --prune`)"
         ),
         "{}",
         text(&diff)

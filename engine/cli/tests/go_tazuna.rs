@@ -109,21 +109,51 @@ spec:
         );
     }
 
-    // A no-op sends nothing; `--sync` sends every object again.
+    // A no-op sends nothing, and neither does Go's differential `--sync`
+    // (with `--prune` and `--atomic`, as Go accepts them); `--resend` sends
+    // every object again.
     let before = configmap_writes(&cluster);
     let again = output(tazuna().arg("apply"));
     assert!(again.status.success(), "{}", text(&again));
-    let after_noop = configmap_writes(&cluster);
-    assert_eq!(before, after_noop, "a no-op apply writes nothing");
-    let synced = output(tazuna().args(["apply", "--sync"]));
+    let synced = output(tazuna().args(["apply", "--sync", "--prune", "--atomic"]));
     assert!(synced.status.success(), "{}", text(&synced));
+    let after_noop = configmap_writes(&cluster);
+    assert_eq!(
+        before, after_noop,
+        "a no-op apply and `--sync` write nothing"
+    );
+    let resent = output(tazuna().args(["apply", "--resend"]));
+    assert!(resent.status.success(), "{}", text(&resent));
     if let (Some(before), Some(after)) = (after_noop, configmap_writes(&cluster)) {
         assert_eq!(
             after - before,
             3,
-            "--sync sends each of the three objects once"
+            "--resend sends each of the three objects once"
         );
     }
+    // `--sync` applies what changed in the file since the state, and leaves
+    // live drift of what did not; a plain apply takes the drift back.
+    let drifted = output(cluster.kubectl().args([
+        "patch",
+        "configmap",
+        "base-a",
+        "-n",
+        "default",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"from":"by-hand"}}"#,
+    ]));
+    assert!(drifted.status.success(), "{}", text(&drifted));
+    let from = |name: &str| {
+        common::kubectl_json(&cluster, &["get", "configmap", name, "-n", "default"])["data"]["from"]
+            .clone()
+    };
+    let synced = output(tazuna().args(["apply", "--sync"]));
+    assert!(synced.status.success(), "{}", text(&synced));
+    assert_eq!(from("base-a"), "by-hand", "{}", text(&synced));
+    let applied = output(tazuna().arg("apply"));
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert_eq!(from("base-a"), "go", "{}", text(&applied));
 
     // `state sync`: an object deleted by hand leaves the state.
     let deleted =
@@ -738,9 +768,15 @@ fn apply_atomic_undoes_a_failed_run_objects_and_state() {
     assert!(exists(&cluster, &["configmap", "added", "-n", "default"]));
     assert_ne!(state_of("base"), base_state);
 
-    // Deletions cannot be undone: --atomic refuses --prune.
+    // Deletions cannot be undone: --atomic refuses --prune, but in Go's
+    // spelling `--sync --prune --atomic`, which keeps them.
     let refused = output(tazuna(&cluster, root).args(["apply", "--atomic", "--prune"]));
-    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("`--sync --prune --atomic`"),
+        "{}",
+        text(&refused)
+    );
 }
 
 /// An OTLP/HTTP endpoint the collector exports to (`encoding: json`): every

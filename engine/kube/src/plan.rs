@@ -683,11 +683,12 @@ pub fn pending(
             }
             let retry = retried(states, name, prior.get(&object).copied());
             let change = match prior.get(&object) {
-                None => Some((ChangeKind::Create, "not applied yet")),
+                // Go Tazuna's classes lead each note: added, modified, removed.
+                None => Some((ChangeKind::Create, "added: not applied yet")),
                 Some(_) if retry.is_some() => Some((ChangeKind::Update, retry.unwrap_or_default())),
                 Some(entry) if entry.hash != hash => Some((
                     ChangeKind::Update,
-                    "changed in the file since the last apply",
+                    "modified: changed in the file since the last apply",
                 )),
                 Some(_) => None,
             };
@@ -710,7 +711,7 @@ pub fn pending(
                 report.changes.push(prune_change(
                     name,
                     &object,
-                    "no longer rendered",
+                    "removed: no longer rendered",
                     intent.manifest.prune,
                     unread(entry),
                 ));
@@ -854,7 +855,7 @@ fn removed_manifests(
             report.changes.push(prune_change(
                 name,
                 &object,
-                "its manifest was removed from the file",
+                "removed: its manifest was removed from the file",
                 false,
                 unread(entry),
             ));

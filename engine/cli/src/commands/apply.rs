@@ -4,7 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use tazuna_engine::apply::{Conflicts, Mode, Prune, REQUESTS_AT_ONCE, Recreate};
+use tazuna_engine::apply::{Conflicts, Mode, Prune, REQUESTS_AT_ONCE, Recreate, Sends};
 use tazuna_engine::guard::Rebind;
 use tazuna_engine::stack::{Access, ApplyOptions, Writes};
 
@@ -85,16 +85,24 @@ pub struct Apply {
     #[arg(long, value_name = "N", default_value_t = REQUESTS_AT_ONCE)]
     requests: usize,
 
-    /// Send every object, even those unchanged since the last apply and
-    /// live (Go Tazuna's `--sync`, as `helmfile sync` is to `helmfile apply`).
-    #[arg(long)]
+    /// Go Tazuna's differential apply: send only what was added or changed
+    /// in the file since the state (and what is missing live), and update
+    /// the state; live drift of unchanged objects is left. Goes with
+    /// `--prune` and `--atomic` as in Go.
+    #[arg(long, conflicts_with = "resend")]
     sync: bool,
+
+    /// Send every object, even those unchanged in the file and live (as
+    /// `helmfile sync` is to `helmfile apply`).
+    #[arg(long)]
+    resend: bool,
 
     /// Undo the run when a manifest fails (Go Tazuna's `--atomic`): the
     /// objects it created are deleted, the ones it changed are put back as
-    /// they were, and so is the state. Not with `--prune`, whose deletions
-    /// cannot be undone.
-    #[arg(long, conflicts_with_all = ["prune", "prune_dangerous"])]
+    /// they were, and so is the state. With `--prune` only in Go's spelling
+    /// `--sync --prune --atomic`: what prune deleted is not brought back
+    /// (Go's `--atomic` keeps only the state).
+    #[arg(long)]
     atomic: bool,
 
     #[command(flatten)]
@@ -107,6 +115,12 @@ pub struct Apply {
 impl Apply {
     /// Run it.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
+        if self.atomic && (self.prune || self.prune_dangerous) && !self.sync {
+            return Err(crate::failure::advised(
+                "`--atomic` cannot undo what `--prune` deletes",
+                "run `--prune` on its own, or spell it as Go Tazuna does, `--sync --prune --atomic`, which keeps the deletions when the rest is undone",
+            ));
+        }
         let settings = &self.sources.settings(settings);
         let access = Access::Write(if self.rebind {
             Rebind::Rebind
@@ -172,6 +186,7 @@ impl Apply {
             concurrency: 4,
             requests: REQUESTS_AT_ONCE,
             sync: false,
+            resend: false,
             atomic: false,
             sources: super::SourceArgs::default(),
             rollout: RolloutArgs::defaults(),
@@ -204,7 +219,11 @@ impl Apply {
             lock_timeout: Duration::from_secs(self.lock_timeout),
             manifests_at_once: self.concurrency,
             requests_at_once: self.requests,
-            resend: self.sync,
+            sends: match (self.sync, self.resend) {
+                (_, true) => Sends::Everything,
+                (true, false) => Sends::FileChanges,
+                (false, false) => Sends::Changed,
+            },
             delete_handed_over: self.delete_handed_over.clone(),
             atomic: self.atomic,
         }

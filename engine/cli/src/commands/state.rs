@@ -116,7 +116,7 @@ impl State {
                         settings,
                         Question::Pending,
                         "diff",
-                        "no changes: the file renders what was last applied",
+                        "No changes detected. The file renders what was last applied",
                     )
                     .await?;
                     Ok(if diff.detailed_exitcode {

@@ -84,7 +84,7 @@ impl Stack {
             mode: options.mode,
             manifests_at_once: options.manifests_at_once,
             requests_at_once: options.requests_at_once,
-            resend: options.resend,
+            sends: options.sends,
             atomic: options.atomic,
             git_commit: git_commit(&self.config.dir),
             origin: Some(

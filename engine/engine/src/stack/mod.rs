@@ -240,8 +240,8 @@ pub struct ApplyOptions {
     pub manifests_at_once: usize,
     /// Requests in flight per manifest.
     pub requests_at_once: usize,
-    /// Send every object, even those unchanged (`--sync`).
-    pub resend: bool,
+    /// Which objects are sent (`--sync`, `--resend`).
+    pub sends: tazuna_kube::apply::Sends,
     /// Undo the run when a manifest fails (`--atomic`).
     pub atomic: bool,
     /// Handed-over objects prune may delete (`--delete-handed-over`).
@@ -258,7 +258,7 @@ impl Default for ApplyOptions {
             lock_timeout: Duration::from_secs(60),
             manifests_at_once: 4,
             requests_at_once: tazuna_kube::apply::REQUESTS_AT_ONCE,
-            resend: false,
+            sends: tazuna_kube::apply::Sends::Changed,
             atomic: false,
             delete_handed_over: Vec::new(),
         }

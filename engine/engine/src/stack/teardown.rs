@@ -102,7 +102,7 @@ pub(super) fn teardown_settings(
         mode: Mode::Apply,
         manifests_at_once: 1,
         requests_at_once: tazuna_kube::apply::REQUESTS_AT_ONCE,
-        resend: false,
+        sends: tazuna_kube::apply::Sends::Changed,
         atomic: false,
         git_commit: None,
         origin: None,

@@ -133,11 +133,16 @@ impl Run<'_> {
                     results[position] = Some((item.object, Some((entry, None)), Action::Kept));
                     continue;
                 }
+                // Unchanged in the file and live (or, in Go Tazuna's
+                // differential mode, in the file and present live).
+                let unchanged_live = match self.settings.sends {
+                    Sends::Changed => entry_fields_match(before.copied(), current.as_ref()),
+                    Sends::FileChanges => current.is_some(),
+                    Sends::Everything => false,
+                };
                 if let Some(entry) = before
-                    && !self.settings.resend
                     && entry.hash == item.hash
-                    && entry.fields.is_some()
-                    && current.as_ref().is_some_and(|live| *live == entry.fields)
+                    && unchanged_live
                 {
                     let entry = (*entry).clone().removed_when_done(&item.value);
                     results[position] = Some((item.object, Some((entry, None)), Action::Unchanged));
@@ -472,4 +477,10 @@ pub(super) struct Sent {
     applied: Value,
     /// Warnings, and fields taken back from hand edits.
     notes: Vec<String>,
+}
+
+/// Whether the fields Tazuna set are as `entry` recorded them, by `live`'s
+/// hash of them ([`FieldManager::owned_fields_hash`]).
+fn entry_fields_match(entry: Option<&Entry>, live: Option<&Option<String>>) -> bool {
+    entry.is_some_and(|e| e.fields.is_some() && live.is_some_and(|l| *l == e.fields))
 }

@@ -32,6 +32,22 @@ pub enum Recreate {
     Allowed,
 }
 
+/// Which objects an apply sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sends {
+    /// What changed in the file since the state, and what changed live in
+    /// the fields Tazuna set (drift, taken back): the default.
+    #[default]
+    Changed,
+    /// Only what changed in the file since the state, and what is missing
+    /// live: Go Tazuna's differential `apply --sync`. Live drift of an
+    /// object unchanged in the file stays.
+    FileChanges,
+    /// Everything, unchanged or not (`--resend`, as `helmfile sync` is to
+    /// `helmfile apply`).
+    Everything,
+}
+
 /// Whether anything is persisted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -56,9 +72,8 @@ pub struct ApplySettings {
     pub manifests_at_once: usize,
     /// Apply requests in flight at once, across the run's manifests.
     pub requests_at_once: usize,
-    /// Send every object, even those unchanged in intent and live
-    /// (`--sync`, as `helmfile sync` is to `helmfile apply`).
-    pub resend: bool,
+    /// Which objects are sent.
+    pub sends: Sends,
     /// Keep what each object was before this run changed it, so that a
     /// failing run can be undone ([`Run::roll_back`], `--atomic`).
     pub atomic: bool,
