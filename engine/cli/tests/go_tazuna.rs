@@ -1199,3 +1199,255 @@ spec:
         .expect("the failed render has its span");
     assert_eq!(broken.status, 2, "{broken:?}");
 }
+
+/// A Deployment as Go Tazuna's e2e fixtures deploy them.
+fn go_deployment(name: &str, namespace: &str, replicas: u32) -> String {
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: {name}}}\n  template:\n    metadata:\n      labels: {{app: {name}}}\n    spec:\n      containers:\n        - name: nginx\n          image: nginx:1.27\n"
+    )
+}
+
+/// Go Tazuna's own end-to-end assertions (its `test/e2e`: each command, its
+/// exit code and what its output must hold), replayed against this binary
+/// on a harness cluster, with fixtures written to match Go's (its fixture
+/// files are not served here). Every command is spelled as the Go suite
+/// spells it, `-f <file>` included.
+#[test]
+fn go_tazunas_e2e_assertions_hold() {
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let Some(kustomize_tool) = e2e::tool(Tool::Kustomize) else {
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    let fixture = |name: &str, manifests: &str| {
+        write(
+            root,
+            &format!("{name}/tazuna.yaml"),
+            &format!(
+                "apiVersion: tazuna.pepabo.com/v1\nkind: Tazuna\nspec:\n  manifests:\n{manifests}"
+            ),
+        );
+        format!("{name}/tazuna.yaml")
+    };
+    let go = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = tazuna(cluster, root);
+        command
+            .env("TAZUNA_TOOL_KUSTOMIZE", &kustomize_tool)
+            .args(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        output(&mut command)
+    };
+    let deployment =
+        |namespace: &str, name: &str| exists(cluster, &["-n", namespace, "deployment", name]);
+    // As Go's suite waits for a deletion (`Eventually`, 60 s).
+    let gone = |namespace: &str, name: &str| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while deployment(namespace, name) {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        true
+    };
+
+    // sanity_test.go: `--help` names the tool.
+    let help = go(&["--help"], &[]);
+    assert!(
+        help.status.success() && stdout(&help).contains("tazuna"),
+        "{}",
+        text(&help)
+    );
+
+    // build_test.go and check_test.go on kustomize-minimal.
+    write(
+        root,
+        "kustomize-minimal/base/kustomization.yaml",
+        "resources:\n  - deployment.yaml\n",
+    );
+    write(
+        root,
+        "kustomize-minimal/base/deployment.yaml",
+        &go_deployment("nginx", "tazuna-e2e-kustomize", 1),
+    );
+    let kustomize = fixture(
+        "kustomize-minimal",
+        "    - name: kustomize-minimal-nginx\n      type: kustomize\n      path: ./base\n",
+    );
+    let built = go(&["build", "-f", &kustomize], &[]);
+    assert!(built.status.success(), "{}", text(&built));
+    for wanted in [
+        "kind: Deployment",
+        "name: nginx",
+        "namespace: tazuna-e2e-kustomize",
+    ] {
+        assert!(
+            stdout(&built).contains(wanted),
+            "{wanted}: {}",
+            text(&built)
+        );
+    }
+    let checked = go(&["check", "-f", &kustomize], &[]);
+    assert!(
+        checked.status.success() && stdout(&checked).contains("ok"),
+        "{}",
+        text(&checked)
+    );
+    // check-invalid: a manifest without a name fails the check.
+    write(
+        root,
+        "check-invalid/base/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+    );
+    let invalid = fixture(
+        "check-invalid",
+        "    - type: manifests\n      path: ./base\n",
+    );
+    let refused = go(&["check", "-f", &invalid], &[]);
+    assert!(!refused.status.success(), "{}", text(&refused));
+
+    // kustomize_test.go: apply, and the Deployment appears.
+    let applied = go(&["apply", "-f", &kustomize], &[]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(deployment("tazuna-e2e-kustomize", "nginx"));
+
+    // parallel_test.go (run from the fixture's directory, `-f tazuna.yaml`).
+    write(
+        root,
+        "parallel/a/d.yaml",
+        &go_deployment("nginx-a", "tazuna-e2e-parallel", 1),
+    );
+    write(
+        root,
+        "parallel/b/d.yaml",
+        &go_deployment("nginx-b", "tazuna-e2e-parallel", 1).replacen(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tazuna-e2e-parallel\n---\n",
+            "",
+            1,
+        ),
+    );
+    fixture(
+        "parallel",
+        "    - name: parallel-group\n      type: parallel\n      parallel:\n        children:\n          - name: parallel-a\n            type: manifests\n            path: ./a\n          - name: parallel-b\n            type: manifests\n            path: ./b\n            dependsOn: [parallel-a]\n",
+    );
+    let mut in_fixture = tazuna(cluster, &root.join("parallel"));
+    let parallel = output(in_fixture.args(["apply", "-f", "tazuna.yaml"]));
+    assert!(parallel.status.success(), "{}", text(&parallel));
+    assert!(
+        deployment("tazuna-e2e-parallel", "nginx-a")
+            && deployment("tazuna-e2e-parallel", "nginx-b")
+    );
+
+    // tags_filter_test.go and destroy_tags_test.go.
+    // The namespace is made for both (`createNamespace`), owned by neither.
+    let no_namespace = |name: &str| {
+        go_deployment(name, "tazuna-e2e-tags", 1).replacen(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tazuna-e2e-tags\n---\n",
+            "",
+            1,
+        )
+    };
+    write(root, "tags/alpha/d.yaml", &no_namespace("nginx-alpha"));
+    write(root, "tags/beta/d.yaml", &no_namespace("nginx-beta"));
+    let tags = fixture(
+        "tags",
+        "    - name: tags-alpha\n      type: manifests\n      path: ./alpha\n      tags: [alpha]\n      namespace: tazuna-e2e-tags\n      createNamespace: true\n    - name: tags-beta\n      type: manifests\n      path: ./beta\n      tags: [beta]\n      namespace: tazuna-e2e-tags\n      createNamespace: true\n",
+    );
+    let alpha = go(&["apply", "-f", &tags, "--tags", "alpha"], &[]);
+    assert!(alpha.status.success(), "{}", text(&alpha));
+    assert!(
+        deployment("tazuna-e2e-tags", "nginx-alpha")
+            && !deployment("tazuna-e2e-tags", "nginx-beta")
+    );
+    let both = go(&["apply", "-f", &tags], &[]);
+    assert!(both.status.success(), "{}", text(&both));
+    let guard = [("TAZUNA_DESTROY_EXECUTABLE", "true")];
+    let destroyed = go(
+        &["destroy", "-f", &tags, "--force", "--tags", "alpha"],
+        &guard,
+    );
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    assert!(
+        gone("tazuna-e2e-tags", "nginx-alpha"),
+        "{}",
+        text(&destroyed)
+    );
+    assert!(
+        deployment("tazuna-e2e-tags", "nginx-beta"),
+        "{}",
+        text(&destroyed)
+    );
+
+    // destroy_test.go: the whole file, with Go's guard.
+    let destroyed = go(&["destroy", "-f", &kustomize, "--force"], &guard);
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    assert!(
+        gone("tazuna-e2e-kustomize", "nginx"),
+        "{}",
+        text(&destroyed)
+    );
+
+    // state_test.go.
+    write(
+        root,
+        "state/base/d.yaml",
+        &go_deployment("nginx", "tazuna-e2e-state", 1),
+    );
+    let state = fixture(
+        "state",
+        "    - name: state-minimal-nginx\n      type: manifests\n      path: ./base\n",
+    );
+    let synced = go(&["apply", "--sync", "-f", &state], &[]);
+    assert!(synced.status.success(), "{}", text(&synced));
+    assert!(deployment("tazuna-e2e-state", "nginx"));
+    let listed = go(&["state", "list", "-f", &state], &[]);
+    assert!(listed.status.success(), "{}", text(&listed));
+    for wanted in [
+        "state-minimal-nginx",
+        "apps/v1/Deployment",
+        "tazuna-e2e-state",
+        "nginx",
+    ] {
+        assert!(
+            stdout(&listed).contains(wanted),
+            "{wanted}: {}",
+            text(&listed)
+        );
+    }
+    let diff = go(&["state", "diff", "-f", &state], &[]);
+    assert!(
+        diff.status.success() && stdout(&diff).contains("No changes detected."),
+        "{}",
+        text(&diff)
+    );
+    let again = go(&["apply", "--sync", "-f", &state], &[]);
+    assert!(again.status.success(), "{}", text(&again));
+    assert!(
+        !stderr(&again).contains("synced resource"),
+        "{}",
+        text(&again)
+    );
+    write(
+        root,
+        "state/base/d.yaml",
+        &go_deployment("nginx", "tazuna-e2e-state", 2),
+    );
+    let modified = go(&["state", "diff", "-f", &state], &[]);
+    assert!(modified.status.success(), "{}", text(&modified));
+    assert!(
+        stdout(&modified).contains("state-minimal-nginx") && stdout(&modified).contains("modified"),
+        "{}",
+        text(&modified)
+    );
+    let cleaned = go(&["destroy", "-f", &state, "--yes"], &[]);
+    assert!(cleaned.status.success(), "{}", text(&cleaned));
+    let cleaned = go(&["destroy", "-f", &tags, "--yes"], &[]);
+    assert!(cleaned.status.success(), "{}", text(&cleaned));
+    let cleaned = go(&["destroy", "-f", "parallel/tazuna.yaml", "--yes"], &[]);
+    assert!(cleaned.status.success(), "{}", text(&cleaned));
+}
