@@ -152,15 +152,20 @@ pub type Discovered = std::collections::HashMap<String, InMemoryKubeconfig>;
 
 /// Find the clusters of every Cluster API environment of `fleet` in its
 /// management cluster and add them to it; their kubeconfigs come back, in
-/// memory only. Environments without `clusterAPI` are left as they are.
-pub async fn discover(fleet: &mut Fleet) -> Result<Discovered, ClusterApiError> {
+/// memory only, with a line for each Cluster that is not ready yet (no
+/// kubeconfig Secret), which is skipped. Environments without `clusterAPI`
+/// are left as they are.
+pub async fn discover(fleet: &mut Fleet) -> Result<(Discovered, Vec<String>), ClusterApiError> {
     let mut found = Discovered::new();
+    let mut not_ready = Vec::new();
     let mut names: BTreeSet<String> = fleet.targets().map(|t| t.name.clone()).collect();
     for environment in fleet.environments.values_mut() {
         let Some(source) = environment.cluster_api.clone() else {
             continue;
         };
-        for cluster in capi::discover(environment, &source).await? {
+        let discovery = capi::discover(environment, &source).await?;
+        not_ready.extend(discovery.not_ready);
+        for cluster in discovery.found {
             if !names.insert(cluster.target.name.clone()) {
                 return Err(ClusterApiError::Duplicate {
                     name: cluster.target.name.clone(),
@@ -172,7 +177,7 @@ pub async fn discover(fleet: &mut Fleet) -> Result<Discovered, ClusterApiError> 
             environment.clusters.push(cluster.target);
         }
     }
-    Ok(found)
+    Ok((found, not_ready))
 }
 
 /// One wave of a rollout, resolved to clusters.

@@ -25,6 +25,17 @@ const GROUP: &str = "cluster.x-k8s.io";
 /// Versions of `Cluster` tried in order (v1beta2 from Cluster API 1.11 on).
 const VERSIONS: &[&str] = &["v1beta2", "v1beta1"];
 
+/// What an environment's Cluster API source holds: the clusters Tazuna can
+/// reach, and those it cannot yet.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    /// Clusters with a kubeconfig.
+    pub found: Vec<FoundCluster>,
+    /// Clusters whose kubeconfig Secret does not exist yet (a control plane
+    /// still coming up): not ready, skipped, each with why.
+    pub not_ready: Vec<String>,
+}
+
 /// A cluster found in a management cluster.
 #[derive(Debug, Clone)]
 pub struct FoundCluster {
@@ -112,11 +123,12 @@ impl tazuna_core::hint::Hint for ClusterApiError {
 
 /// The Clusters `environment`'s `source` selects, with their kubeconfigs:
 /// each named after its Cluster, with the environment's labels and the
-/// Cluster's on top, and the environment's values.
+/// Cluster's on top, and the environment's values. A Cluster whose
+/// kubeconfig Secret does not exist yet is not ready, not an error.
 pub async fn discover(
     environment: &Environment,
     source: &ClusterApi,
-) -> Result<Vec<FoundCluster>, ClusterApiError> {
+) -> Result<Discovery, ClusterApiError> {
     let options = ConnectOptions {
         kubeconfig: source.kubeconfig.clone(),
         context: source.context.clone(),
@@ -138,6 +150,7 @@ pub async fn discover(
                 message: crate::objects::errors::status_message(&error),
             })?;
     let mut found: Vec<FoundCluster> = Vec::new();
+    let mut not_ready: Vec<String> = Vec::new();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
     for cluster in clusters {
         let name = cluster.metadata.name.clone().unwrap_or_default();
@@ -153,7 +166,15 @@ pub async fn discover(
                 name,
             });
         }
-        let kubeconfig = kubeconfig_of(&connected.client, &name, &namespace, &context).await?;
+        let Some(kubeconfig) =
+            kubeconfig_of(&connected.client, &name, &namespace, &context).await?
+        else {
+            not_ready.push(format!(
+                "cluster `{name}` of environment `{}` is not ready: Cluster `{namespace}/{name}` has no Secret `{namespace}/{name}-kubeconfig` yet (Cluster API writes it once the control plane is up); skipped",
+                environment.name
+            ));
+            continue;
+        };
         let mut labels = environment.labels.clone();
         labels.extend(cluster.metadata.labels.clone().unwrap_or_default());
         found.push(FoundCluster {
@@ -177,7 +198,8 @@ pub async fn discover(
         });
     }
     found.sort_by(|a, b| a.target.name.cmp(&b.target.name));
-    Ok(found)
+    not_ready.sort();
+    Ok(Discovery { found, not_ready })
 }
 
 /// Whether a kubeconfig from a Secret carries its credentials in itself.
@@ -256,25 +278,29 @@ async fn list(
     Err(last.expect("VERSIONS is not empty"))
 }
 
-/// The kubeconfig in Secret `<name>-kubeconfig`, key `value`.
+/// The kubeconfig in Secret `<name>-kubeconfig`, key `value`; `None` while
+/// the Secret does not exist.
 async fn kubeconfig_of(
     client: &Client,
     name: &str,
     namespace: &str,
     context: &str,
-) -> Result<InMemoryKubeconfig, ClusterApiError> {
+) -> Result<Option<InMemoryKubeconfig>, ClusterApiError> {
     let secret_name = format!("{name}-kubeconfig");
     let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
-    let secret = secrets
-        .get(&secret_name)
-        .await
-        .map_err(|error| ClusterApiError::Secret {
-            cluster: name.to_owned(),
-            namespace: namespace.to_owned(),
-            secret: secret_name.clone(),
-            context: context.to_owned(),
-            message: crate::objects::errors::status_message(&error),
-        })?;
+    let secret = match secrets.get(&secret_name).await {
+        Ok(secret) => secret,
+        Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
+        Err(error) => {
+            return Err(ClusterApiError::Secret {
+                cluster: name.to_owned(),
+                namespace: namespace.to_owned(),
+                secret: secret_name.clone(),
+                context: context.to_owned(),
+                message: crate::objects::errors::status_message(&error),
+            });
+        }
+    };
     let invalid = |reason: &str| ClusterApiError::Kubeconfig {
         cluster: name.to_owned(),
         namespace: namespace.to_owned(),
@@ -295,10 +321,10 @@ async fn kubeconfig_of(
             "holds a kubeconfig that {what}; Tazuna uses only kubeconfigs whose credentials are written in them, as Cluster API writes them"
         )));
     }
-    Ok(InMemoryKubeconfig::new(
+    Ok(Some(InMemoryKubeconfig::new(
         format!("Secret {namespace}/{secret_name}"),
         kubeconfig,
-    ))
+    )))
 }
 
 #[cfg(test)]

@@ -87,7 +87,10 @@ pub async fn declared(settings: &GlobalSettings) -> anyhow::Result<(config::Flee
     // asked for what the command will not touch.
     let mut reached = declared.clone();
     reached.environments.retain(|_, e| reaches(e));
-    let found = fleet::discover(&mut reached).await?;
+    let (found, not_ready) = fleet::discover(&mut reached).await?;
+    for line in not_ready {
+        eprintln!("warning: {line}");
+    }
     for (name, environment) in reached.environments {
         declared.environments.insert(name, environment);
     }
