@@ -1310,6 +1310,27 @@ fn go_tazunas_e2e_assertions_hold() {
     );
     let refused = go(&["check", "-f", &invalid], &[]);
     assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(
+        stderr(&refused).contains("manifest has no `name`")
+            && stderr(&refused).contains("`name: manifests-base`"),
+        "{}",
+        text(&refused)
+    );
+    // `check --fix` names it as Go's does (`<type>-<dir>`), keeping comments.
+    let with_comment = std::fs::read_to_string(root.join(&invalid))
+        .unwrap()
+        .replace("  manifests:\n", "  manifests:\n    # the base layer\n");
+    std::fs::write(root.join(&invalid), &with_comment).unwrap();
+    let fixed = go(&["check", "--fix", "-f", &invalid], &[]);
+    assert!(fixed.status.success(), "{}", text(&fixed));
+    let rewritten = std::fs::read_to_string(root.join(&invalid)).unwrap();
+    assert!(
+        rewritten
+            .contains("    # the base layer\n    - name: manifests-base\n      type: manifests\n"),
+        "{rewritten}"
+    );
+    let checked = go(&["check", "-f", &invalid], &[]);
+    assert!(checked.status.success(), "{}", text(&checked));
 
     // kustomize_test.go: apply, and the Deployment appears.
     let applied = go(&["apply", "-f", &kustomize], &[]);

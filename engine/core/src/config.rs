@@ -328,8 +328,15 @@ impl crate::hint::Hint for FixError {
 /// or a template moved the text) is an error naming where, and no file is
 /// written.
 pub fn fix(warnings: &[Warning]) -> Result<Vec<(PathBuf, usize)>, FixError> {
+    apply_edits(warnings.iter().flat_map(|w| &w.edits))
+}
+
+/// Apply `edits` to their files, as [`fix`] does.
+pub fn apply_edits<'a>(
+    edits: impl IntoIterator<Item = &'a Edit>,
+) -> Result<Vec<(PathBuf, usize)>, FixError> {
     let mut by_file: BTreeMap<&Path, Vec<&Edit>> = BTreeMap::new();
-    for edit in warnings.iter().flat_map(|w| &w.edits) {
+    for edit in edits {
         by_file
             .entry(edit.at.location.file.as_path())
             .or_default()

@@ -40,7 +40,11 @@ pub struct Check {
 impl Check {
     /// Validate and report.
     pub fn run(self, settings: &GlobalSettings) -> anyhow::Result<ExitCode> {
-        let mut stack = super::open_quietly(settings, Writes::Persist)?;
+        let mut stack = if self.fix {
+            open_naming_manifests(settings)?
+        } else {
+            super::open_quietly(settings, Writes::Persist)?
+        };
         if self.fix && !stack.config().warnings.is_empty() {
             let fixed = tazuna_core::config::fix(&stack.config().warnings).map_err(|error| {
                 let hints = tazuna_core::hint::Hint::hints(&error);
@@ -216,4 +220,40 @@ fn missing_tools(manifests: &[&Manifest], plugins: &PluginSet) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Open the file, naming each manifest that has no name as Go Tazuna's
+/// `check --fix` does (`<type>-<dir>`), one edit at a time, keeping the rest
+/// of the file (comments included) as it is.
+fn open_naming_manifests(settings: &GlobalSettings) -> anyhow::Result<tazuna_engine::stack::Stack> {
+    // At most one rename per manifest a file can hold before giving up.
+    for _ in 0..512 {
+        let error = match super::open_quietly(settings, Writes::Persist) {
+            Ok(stack) => return Ok(stack),
+            Err(error) => error,
+        };
+        let unnamed = error
+            .downcast_ref::<tazuna_core::config::ConfigError>()
+            .or_else(
+                || match error.downcast_ref::<tazuna_engine::stack::RunError>() {
+                    Some(tazuna_engine::stack::RunError::Config(config)) => Some(config),
+                    _ => None,
+                },
+            );
+        let Some(tazuna_core::config::ConfigError::Unnamed {
+            suggested,
+            fix: Some(fix),
+            ..
+        }) = unnamed
+        else {
+            return Err(error);
+        };
+        tazuna_core::config::apply_edits([fix.as_ref()])
+            .map_err(|e| anyhow::anyhow!("cannot fix: {e}"))?;
+        eprintln!(
+            "fixed: named a manifest `{suggested}` in {}",
+            fix.at.location.file.display()
+        );
+    }
+    super::open_quietly(settings, Writes::Persist)
 }

@@ -111,6 +111,18 @@ pub enum ConfigError {
         /// Where the unknown key is.
         at: Box<Span>,
     },
+    /// A manifest has no `name` (Go Tazuna applied it anyway, but records
+    /// no state for it); `check --fix` names it as Go's `check --fix` does.
+    #[error("manifest has no `name`")]
+    Unnamed {
+        /// The name Go Tazuna's `check --fix` gives it: `<type>-<dir>`.
+        suggested: String,
+        /// The edit that adds it; `None` where the file cannot take one
+        /// (a flow mapping).
+        fix: Option<Box<Edit>>,
+        /// Where the manifest starts.
+        at: Box<Span>,
+    },
     /// A required field is absent.
     #[error("missing field `{field}` in {section}")]
     MissingField {
@@ -365,6 +377,7 @@ impl ConfigError {
             | Self::Template { at, .. }
             | Self::UnknownField { at, .. }
             | Self::MissingField { at, .. }
+            | Self::Unnamed { at, .. }
             | Self::WrongType { at, .. }
             | Self::InvalidValue { at, .. }
             | Self::UnknownVariant { at, .. }
@@ -419,6 +432,12 @@ impl ConfigError {
                 did_you_mean(suggestion.as_deref()).or_else(|| one_of("expected one of", expected))
             }
             Self::MissingField { field, .. } => Some(format!("add `{field}:`")),
+            Self::Unnamed { suggested, fix, .. } => Some(match fix {
+                Some(_) => format!(
+                    "add `name: {suggested}`, or run `tazuna check --fix`, which names it so (as Go Tazuna's does)"
+                ),
+                None => format!("add `name: {suggested}`"),
+            }),
             Self::WrongType {
                 expected, found, ..
             } if expected.contains("sequence") && found.starts_with("string") => {

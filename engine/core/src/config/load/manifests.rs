@@ -244,11 +244,23 @@ impl Expander<'_> {
         }
 
         let Some(name) = raw.name.clone() else {
-            return Err(ConfigError::MissingField {
-                field: "name".to_owned(),
-                section: "manifest".to_owned(),
-                at: doc.value_span(path),
+            let suggested = Self::go_name(raw.kind.as_deref(), raw.path.as_deref(), &self.claims);
+            let at = doc.value_span(path);
+            // Inserted before the manifest's first key, at its indentation;
+            // a flow mapping (`{type: …}`) takes no such line.
+            let block = !at
+                .source_line
+                .chars()
+                .nth(at.location.column - 1)
+                .is_some_and(|c| c == '{');
+            let fix = block.then(|| {
+                Box::new(Edit {
+                    at: (*at).clone(),
+                    from: String::new(),
+                    to: format!("name: {suggested}\n{}", " ".repeat(at.location.column - 1)),
+                })
             });
+            return Err(ConfigError::Unnamed { suggested, fix, at });
         };
         let Some(kind) = raw.kind.clone() else {
             return Err(ConfigError::MissingField {
@@ -442,6 +454,41 @@ impl Expander<'_> {
             depends_at,
         });
         Ok(())
+    }
+
+    /// The name Go Tazuna's `check --fix` gives a manifest without one:
+    /// `<type>-<dir>`, with `<dir>` the last element of `path`, lowercased, and
+    /// anything but `[a-z0-9-]` made `-`; `<type>` without a path, `manifest`
+    /// without a type; `-2`, `-3`, … after a name already taken.
+    pub(super) fn go_name(kind: Option<&str>, path: Option<&str>, claims: &[Claim]) -> String {
+        let kind = kind.filter(|k| !k.is_empty()).unwrap_or("manifest");
+        let dir: String = path
+            .and_then(|p| p.trim_end_matches('/').rsplit('/').next())
+            .unwrap_or("")
+            .to_lowercase()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        let dir = dir.trim_matches('-');
+        let base = if dir.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}-{dir}")
+        };
+        let taken = |name: &str| claims.iter().any(|c| c.name == name);
+        if !taken(&base) {
+            return base;
+        }
+        (2..)
+            .map(|n| format!("{base}-{n}"))
+            .find(|name| !taken(name))
+            .expect("some suffix is free")
     }
 
     /// Go Tazuna's `type: parallel`: its children become manifests of their own at the
