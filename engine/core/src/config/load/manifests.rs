@@ -248,11 +248,11 @@ impl Expander<'_> {
             let at = doc.value_span(path);
             // Inserted before the manifest's first key, at its indentation;
             // a flow mapping (`{type: …}`) takes no such line.
-            let block = !at
+            let block = at
                 .source_line
                 .chars()
                 .nth(at.location.column - 1)
-                .is_some_and(|c| c == '{');
+                .is_none_or(|c| c != '{');
             let fix = block.then(|| {
                 Box::new(Edit {
                     at: (*at).clone(),
