@@ -743,6 +743,35 @@ spec:
     }
     let planned = run(&["plan", "-e", "workloads", "--detailed-exitcode"]);
     assert!(planned.status.success(), "{}", text(&planned));
+    // Kubeconfigs are never logged, at the most talkative log level either:
+    // no client key, no token, no server certificate in anything printed.
+    let traced = run(&["plan", "-e", "workloads", "--log-level", "trace"]);
+    assert!(traced.status.success(), "{}", text(&traced));
+    let printed = text(&traced);
+    assert!(
+        printed.len() > 1000,
+        "trace logging printed little: {printed}"
+    );
+    for cluster in [&tokyo, &osaka] {
+        let entry = cluster.own().unwrap().kubeconfig_entry();
+        for (what, secret) in [
+            ("client key", b64(&entry.client_key_pem)),
+            (
+                "client key line",
+                entry.client_key_pem.lines().nth(1).unwrap().to_owned(),
+            ),
+            ("CA", b64(&entry.ca_pem)),
+        ] {
+            assert!(
+                !printed.contains(&secret),
+                "a kubeconfig's {what} was logged"
+            );
+        }
+    }
+    assert!(
+        !printed.contains(token.trim()),
+        "the management token was logged"
+    );
 
     // No credential of those kubeconfigs anywhere Tazuna writes: the project
     // (tazuna.lock included), its HOME, cache and temporary directories, and
