@@ -302,18 +302,28 @@ pub(super) fn load_plugin_set(
 }
 
 /// Mark the fields of `first` that `second`, a render of the same inputs,
-/// has otherwise; returns what to tell the user: objects other than Secrets
-/// (whose generated passwords are expected) with such fields, and objects
-/// only one render has.
+/// has otherwise; returns what to tell the user, once per manifest: each
+/// value drawn anew, a Secret's with the chart value that would pin it
+/// (`admin-password` → `adminPassword`), and the `checksum/…` annotations
+/// that only follow such values folded into that note; and objects only one
+/// render has.
 pub(super) fn mark_generated(first: &mut Rendered, second: &Rendered) -> Vec<String> {
     use std::collections::HashMap;
+    use tazuna_core::generated::{Field, Step};
     use tazuna_core::inventory::ObjectRef;
     let others: HashMap<ObjectRef, &serde_json::Value> = second
         .objects
         .iter()
         .filter_map(|o| Some((ObjectRef::of(&o.value)?, &o.value)))
         .collect();
-    let mut notes = Vec::new();
+    // A checksum annotation (`checksum/config`) changes because what it
+    // sums was drawn anew: a consequence, not a value to pin.
+    let is_checksum = |field: &Field| {
+        matches!(field.0.as_slice(), [.., Step::Key(annotations), Step::Key(key)]
+            if annotations == "annotations" && key.starts_with("checksum/"))
+    };
+    let mut drawn = Vec::new();
+    let mut checksums = 0;
     let mut unmatched = Vec::new();
     for object in &mut first.objects {
         let Some(reference) = ObjectRef::of(&object.value) else {
@@ -324,14 +334,44 @@ pub(super) fn mark_generated(first: &mut Rendered, second: &Rendered) -> Vec<Str
             continue;
         };
         object.generated = tazuna_core::generated::differences(&object.value, other);
-        if !object.generated.is_empty() && !reference.is_secret() {
-            let fields: Vec<String> = object.generated.iter().map(|f| format!("`{f}`")).collect();
-            notes.push(format!(
-                "note: manifest `{}`: {reference} renders differently on identical inputs at {}; the live values are kept; set them in the values to pin them",
-                first.manifest,
-                fields.join(", ")
-            ));
+        let (sums, values): (Vec<&Field>, Vec<&Field>) =
+            object.generated.iter().partition(|f| is_checksum(f));
+        checksums += sums.len();
+        if values.is_empty() {
+            continue;
         }
+        if reference.is_secret() {
+            for field in values {
+                let Some(Step::Key(key)) = field.0.last() else {
+                    continue;
+                };
+                drawn.push(format!(
+                    "{reference} `{key}` (pin it with the chart value behind it, such as `{}`)",
+                    chart_value(key)
+                ));
+            }
+        } else {
+            let fields: Vec<String> = values.iter().map(|f| format!("`{f}`")).collect();
+            drawn.push(format!("{reference} at {}", fields.join(", ")));
+        }
+    }
+    let mut notes = Vec::new();
+    let follow = match checksums {
+        0 => String::new(),
+        1 => "; the `checksum/…` annotation that follows them is kept too".to_owned(),
+        n => format!("; the {n} `checksum/…` annotations that follow them are kept too"),
+    };
+    if !drawn.is_empty() {
+        notes.push(format!(
+            "note: manifest `{}` draws values anew on each render; the live values are kept: {}{follow}",
+            first.manifest,
+            drawn.join("; ")
+        ));
+    } else if checksums > 0 {
+        notes.push(format!(
+            "note: manifest `{}`: {checksums} `checksum/…` annotations follow values drawn anew; the live values are kept",
+            first.manifest
+        ));
     }
     if !unmatched.is_empty() || others.len() != first.objects.len() {
         notes.push(format!(
@@ -341,6 +381,37 @@ pub(super) fn mark_generated(first: &mut Rendered, second: &Rendered) -> Vec<Str
         ));
     }
     notes
+}
+
+/// The chart value a Secret's key usually comes from, as charts name their
+/// values: `admin-password` → `adminPassword`, `tls.key` → `tlsKey`.
+fn chart_value(key: &str) -> String {
+    let mut value = String::new();
+    for (i, word) in key
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .enumerate()
+    {
+        // `API` in `API_TOKEN` is a word, not three.
+        let word = if word.chars().all(|c| !c.is_ascii_lowercase()) {
+            word.to_ascii_lowercase()
+        } else {
+            word.to_owned()
+        };
+        let mut chars = word.chars();
+        match chars.next() {
+            Some(first) if i > 0 => {
+                value.push(first.to_ascii_uppercase());
+                value.extend(chars);
+            }
+            Some(first) => {
+                value.push(first.to_ascii_lowercase());
+                value.extend(chars);
+            }
+            None => {}
+        }
+    }
+    value
 }
 
 /// For each layer of `manifests` after one whose renders hold CRDs the
@@ -383,4 +454,17 @@ pub(super) fn later_capabilities(
         }
     }
     again
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chart_value;
+
+    #[test]
+    fn a_secret_key_names_the_chart_value_as_charts_spell_them() {
+        assert_eq!(chart_value("admin-password"), "adminPassword");
+        assert_eq!(chart_value("tls.key"), "tlsKey");
+        assert_eq!(chart_value("API_TOKEN"), "apiToken");
+        assert_eq!(chart_value("adminPassword"), "adminPassword");
+    }
 }
