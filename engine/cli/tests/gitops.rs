@@ -302,32 +302,22 @@ spec:
     // Flux's side changes the handed-over objects: `flux reconcile` asks
     // for a reconcile, and the interval is changed through Flux's own field
     // manager.
-    let patch = output(cluster.kubectl().args([
-        "-n",
+    patch(
+        cluster,
         &ns,
-        "patch",
-        "kustomization",
-        "root",
-        "--type=merge",
-        "--field-manager=flux",
-        "-p",
+        "kustomization/root",
+        Some("flux"),
         r#"{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"day-two"}},"spec":{"interval":"7m"}}"#,
-    ]));
-    assert!(patch.status.success(), "{}", text(&patch));
+    );
     // And the release's values change on Flux's side; helm-controller
     // upgrades the release.
-    let values = output(cluster.kubectl().args([
-        "-n",
+    patch(
+        cluster,
         &ns,
-        "patch",
-        "helmrelease",
-        "web",
-        "--type=merge",
-        "--field-manager=flux",
-        "-p",
+        "helmrelease/web",
+        Some("flux"),
         r#"{"spec":{"values":{"color":"red"}}}"#,
-    ]));
-    assert!(values.status.success(), "{}", text(&values));
+    );
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let web = kubectl_json(cluster, &["-n", &ns, "get", "configmap", "web-settings"]);
@@ -818,42 +808,29 @@ spec:
                 .args(["-n", &ns, "scale", "deployment", "web", "--replicas=3"]),
         );
     assert!(scale.status.success(), "{}", text(&scale));
-    let edit = output(cluster.kubectl().args([
-        "-n",
+    patch(
+        cluster,
         &ns,
-        "patch",
-        "configmap",
-        "seeded",
-        "--type=merge",
-        "-p",
+        "configmap/seeded",
+        None,
         r#"{"data":{"owner":"team-a"}}"#,
-    ]));
-    assert!(edit.status.success(), "{}", text(&edit));
+    );
     // Someone changes the replaced ConfigMap's field and adds one.
-    let edit = output(cluster.kubectl().args([
-        "-n",
+    patch(
+        cluster,
         &ns,
-        "patch",
-        "configmap",
-        "replaced",
-        "--type=merge",
-        "-p",
+        "configmap/replaced",
+        None,
         r#"{"metadata":{"finalizers":["example.com/protect"]},"data":{"mode":"lax","extra":"added"}}"#,
-    ]));
-    assert!(edit.status.success(), "{}", text(&edit));
+    );
     // A tuning controller sets a field whose manager the file leaves alone.
-    let tune = output(cluster.kubectl().args([
-        "-n",
+    patch(
+        cluster,
         &ns,
-        "patch",
-        "configmap",
-        "tuned",
-        "--type=merge",
-        "--field-manager=tuner",
-        "-p",
+        "configmap/tuned",
+        Some("tuner"),
         r#"{"data":{"level":"5"}}"#,
-    ]));
-    assert!(tune.status.success(), "{}", text(&tune));
+    );
     let drift = run(cluster, dir, &["state", "drift"]);
     assert_eq!(drift.status.code(), Some(2), "{}", text(&drift));
     assert!(text(&drift).contains("replaced"), "{}", text(&drift));
@@ -920,4 +897,15 @@ spec:
         "{}",
         text(&refused)
     );
+}
+
+/// `kubectl patch --type=merge` of `object` (`kind/name`) in `namespace`,
+/// as `manager` when given (a controller's or a person's field manager).
+fn patch(cluster: &TestCluster, namespace: &str, object: &str, manager: Option<&str>, json: &str) {
+    let mut args = vec!["-n", namespace, "patch", object, "--type=merge"];
+    let manager = manager.map(|m| format!("--field-manager={m}"));
+    args.extend(manager.as_deref());
+    args.extend(["-p", json]);
+    let patched = output(cluster.kubectl().args(&args));
+    assert!(patched.status.success(), "{}", text(&patched));
 }

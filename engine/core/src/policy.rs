@@ -357,30 +357,37 @@ fn tokens(pointer: &str) -> Vec<String> {
         .collect()
 }
 
-fn set(value: &mut Value, pointer: &str, new: Value) {
-    let tokens = tokens(pointer);
-    let Some((last, parents)) = tokens.split_last() else {
-        return;
-    };
+/// The value that holds the field `tokens` names, and the field's last
+/// token; `None` where the path to it is not there.
+fn parent<'a, 't>(
+    value: &'a mut Value,
+    tokens: &'t [String],
+    create: bool,
+) -> Option<(&'a mut Value, &'t str)> {
+    let (last, parents) = tokens.split_last()?;
     let mut at = value;
     for token in parents {
         at = match at {
-            Value::Object(map) => map
-                .entry(token.clone())
-                .or_insert_with(|| Value::Object(serde_json::Map::new())),
-            Value::Array(items) => match token.parse::<usize>().ok().and_then(|i| items.get_mut(i))
-            {
-                Some(item) => item,
-                None => return,
-            },
-            _ => return,
+            Value::Object(map) => {
+                if create && !map.contains_key(token) {
+                    map.insert(token.clone(), Value::Object(serde_json::Map::new()));
+                }
+                map.get_mut(token)?
+            }
+            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
+            _ => return None,
         };
     }
-    match at {
-        Value::Object(map) => {
-            map.insert(last.clone(), new);
+    Some((at, last))
+}
+
+fn set(value: &mut Value, pointer: &str, new: Value) {
+    let tokens = tokens(pointer);
+    match parent(value, &tokens, true) {
+        Some((Value::Object(map), last)) => {
+            map.insert(last.to_owned(), new);
         }
-        Value::Array(items) => {
+        Some((Value::Array(items), last)) => {
             if let Some(item) = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
                 *item = new;
             }
@@ -391,29 +398,11 @@ fn set(value: &mut Value, pointer: &str, new: Value) {
 
 fn remove(value: &mut Value, pointer: &str) {
     let tokens = tokens(pointer);
-    let Some((last, parents)) = tokens.split_last() else {
-        return;
-    };
-    let mut at = value;
-    for token in parents {
-        at = match at {
-            Value::Object(map) => match map.get_mut(token) {
-                Some(next) => next,
-                None => return,
-            },
-            Value::Array(items) => match token.parse::<usize>().ok().and_then(|i| items.get_mut(i))
-            {
-                Some(item) => item,
-                None => return,
-            },
-            _ => return,
-        };
-    }
-    match at {
-        Value::Object(map) => {
+    match parent(value, &tokens, false) {
+        Some((Value::Object(map), last)) => {
             map.remove(last);
         }
-        Value::Array(items) => {
+        Some((Value::Array(items), last)) => {
             if let Some(i) = last.parse::<usize>().ok().filter(|i| *i < items.len()) {
                 items.remove(i);
             }

@@ -302,21 +302,22 @@ pub async fn compare(
                 intent.manifest.handover.as_ref(),
                 entry.and_then(|e| e.handover.as_ref()),
             )?;
+            let cannot_list = |error: kube::Error| {
+                PlanError::request(
+                    format!(
+                        "cannot list {} in {}",
+                        resolved.resource.plural,
+                        object.namespace.as_deref().unwrap_or("the cluster")
+                    ),
+                    &error,
+                )
+            };
             if let Decision::CreateOnly(why) = &decision {
                 let exists = question == Question::Drift
                     || live
                         .get(&object, &resolved)
                         .await
-                        .map_err(|error| {
-                            PlanError::request(
-                                format!(
-                                    "cannot list {} in {}",
-                                    resolved.resource.plural,
-                                    object.namespace.as_deref().unwrap_or("the cluster")
-                                ),
-                                &error,
-                            )
-                        })?
+                        .map_err(cannot_list)?
                         .is_some();
                 if exists {
                     report.unchanged += 1;
@@ -350,16 +351,7 @@ pub async fn compare(
             let current = live
                 .get(&object, &resolved)
                 .await
-                .map_err(|error| {
-                    PlanError::request(
-                        format!(
-                            "cannot list {} in {}",
-                            resolved.resource.plural,
-                            object.namespace.as_deref().unwrap_or("the cluster")
-                        ),
-                        &error,
-                    )
-                })?
+                .map_err(cannot_list)?
                 .cloned();
             if same_intent
                 && let Some(current) = &current

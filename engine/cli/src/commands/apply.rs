@@ -262,15 +262,29 @@ impl Apply {
     }
 }
 
+/// An object named on the command line that is not one.
+#[derive(Debug)]
+pub(crate) struct NotAnObject(String);
+
+impl std::fmt::Display for NotAnObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` is not `<Kind>/<name>` or `<Kind>/<namespace>/<name>`, such as `Kustomization/flux-system/flux-system`",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NotAnObject {}
+
 /// An object named on the command line: `<Kind>/<name>` or
 /// `<Kind>/<namespace>/<name>`, as `handover.objects` names them.
-pub(crate) fn object_name(value: &str) -> Result<String, String> {
+pub(crate) fn object_name(value: &str) -> Result<String, NotAnObject> {
     let parts: Vec<&str> = value.split('/').collect();
     if (2..=3).contains(&parts.len()) && parts.iter().all(|p| !p.is_empty()) {
         Ok(value.to_owned())
     } else {
-        Err(format!(
-            "`{value}` is not `<Kind>/<name>` or `<Kind>/<namespace>/<name>`, such as `Kustomization/flux-system/flux-system`"
-        ))
+        Err(NotAnObject(value.to_owned()))
     }
 }
