@@ -33,6 +33,16 @@ pub const APPLY_ANNOTATION: &str = "tazuna.dev/apply";
 /// none), and `plan` and `state drift` do not compare them.
 pub const IGNORE_ANNOTATION: &str = "tazuna.dev/ignore";
 
+/// The fields that make an object's identity (and the whole of its
+/// metadata): never left to others by [`IGNORE_ANNOTATION`].
+const IDENTITY: [&str; 5] = [
+    "/apiVersion",
+    "/kind",
+    "/metadata",
+    "/metadata/name",
+    "/metadata/namespace",
+];
+
 /// The values [`APPLY_ANNOTATION`] may hold, each with what it does.
 pub const APPLY_POLICIES: [(&str, &str); 3] = [
     (
@@ -215,19 +225,11 @@ pub fn ignored(rendered: &Value) -> Result<Vec<String>, PolicyError> {
         .filter(|p| !p.is_empty())
         .map(str::to_owned)
         .collect();
-    // A pointer names a field below the object's identity: never its
-    // apiVersion, kind, name or namespace, nor the whole object.
-    let fixed = [
-        "/apiVersion",
-        "/kind",
-        "/metadata",
-        "/metadata/name",
-        "/metadata/namespace",
-    ];
+    // A pointer names a field below the object's identity.
     let bad = pointers.is_empty()
         || pointers.iter().any(|p| match p.strip_prefix("manager:") {
             Some(manager) => manager.trim().is_empty(),
-            None => !p.starts_with('/') || p.ends_with('/') || fixed.contains(&p.as_str()),
+            None => !p.starts_with('/') || p.ends_with('/') || IDENTITY.contains(&p.as_str()),
         });
     if bad {
         return Err(PolicyError {
@@ -268,14 +270,7 @@ pub fn resolve(ignored: &[String], live: &Value) -> Vec<String> {
         }
     }
     // Nothing of the identity, whoever owns it.
-    let fixed = [
-        "/apiVersion",
-        "/kind",
-        "/metadata",
-        "/metadata/name",
-        "/metadata/namespace",
-    ];
-    pointers.retain(|p| !p.is_empty() && !fixed.contains(&p.as_str()));
+    pointers.retain(|p| !p.is_empty() && !IDENTITY.contains(&p.as_str()));
     pointers.sort();
     pointers.dedup();
     pointers
