@@ -298,9 +298,37 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ldflags+=" -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
 done
 
-build kubernetes "$KUBERNETES_VERSION" k8s "$k8s_ldflags" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+# kubectl has a pin directory of its own: the quickstart reuses a kubectl on PATH
+# whose minor version is within one of the control plane's (kubectl's skew policy);
+# the tests always get the pinned one.
+kubectl_compatible() {
+  local minor
+  minor="$(kubectl version --client -o json 2>/dev/null \
+    | sed -n 's/.*"minor": *"\([0-9]*\).*/\1/p' | head -n1)"
+  [ -n "$minor" ] && [ "$minor" -ge $((k8s_minor - 1)) ] && [ "$minor" -le $((k8s_minor + 1)) ]
+}
+need_kubectl=1
+if [ "$control_plane_only" = 1 ] && [ ! -d "$BIN/kubectl-$KUBERNETES_VERSION" ] && kubectl_compatible; then
+  need_kubectl=0
+  log "reusing $(command -v kubectl) (within one minor version of Kubernetes $KUBERNETES_VERSION)"
+fi
+k8s_packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kube-scheduler)
+# Built with the server binaries, kubectl shares their compiled packages.
+if [ "$need_kubectl" = 1 ] && [ ! -d "$BIN/kubectl-$KUBERNETES_VERSION" ]; then
+  k8s_packages+=(k8s.io/kubernetes/cmd/kubectl)
+fi
+build kubernetes "$KUBERNETES_VERSION" k8s "$k8s_ldflags" "${k8s_packages[@]}"
+# A kubectl built beside them (here, or by an older install.sh) moves to its own directory.
+if [ -f "$BIN/kubernetes-$KUBERNETES_VERSION/kubectl" ] && [ ! -d "$BIN/kubectl-$KUBERNETES_VERSION" ]; then
+  kubectl_tmp="$BIN/.kubectl-$KUBERNETES_VERSION.tmp.$$"
+  mkdir -p "$kubectl_tmp"
+  mv "$BIN/kubernetes-$KUBERNETES_VERSION/kubectl" "$kubectl_tmp/"
+  mv "$kubectl_tmp" "$BIN/kubectl-$KUBERNETES_VERSION"
+fi
+if [ "$need_kubectl" = 1 ]; then
+  build kubectl "$KUBERNETES_VERSION" k8s "$k8s_ldflags" k8s.io/kubernetes/cmd/kubectl
+fi
 # The wrapper main in etcd/ builds a binary named after its module: etcd.
 build etcd "$ETCD_VERSION" etcd "" .
 build kwok "$KWOK_VERSION" kwok "-X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" \
@@ -410,6 +438,7 @@ fi
 # --- Report ------------------------------------------------------------------------
 echo "tazuna test assets (cache $BIN):"
 entries=("kubernetes $KUBERNETES_VERSION" "etcd $ETCD_VERSION" "kwok $KWOK_VERSION")
+if [ "$need_kubectl" = 1 ]; then entries+=("kubectl $KUBERNETES_VERSION"); fi
 if [ "$control_plane_only" = 0 ]; then
   entries+=("helm $HELM_VERSION" "kustomize $KUSTOMIZE_VERSION"
             "helmfile $HELMFILE_VERSION" "oras $ORAS_VERSION" "otelcol $OTELCOL_VERSION"

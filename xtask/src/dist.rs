@@ -93,7 +93,7 @@ impl Dist {
 }
 
 /// `version` of `[workspace.package]` in the root Cargo.toml.
-fn workspace_version(root: &Path) -> anyhow::Result<String> {
+pub(crate) fn workspace_version(root: &Path) -> anyhow::Result<String> {
     let manifest = fs::read_to_string(root.join("Cargo.toml"))?;
     let section = manifest
         .split("[workspace.package]")
@@ -108,7 +108,7 @@ fn workspace_version(root: &Path) -> anyhow::Result<String> {
 }
 
 /// Seconds since the epoch of the last commit, the date of every archive entry.
-fn last_commit_time(root: &Path) -> anyhow::Result<String> {
+pub(crate) fn last_commit_time(root: &Path) -> anyhow::Result<String> {
     let output = Command::new("git")
         .current_dir(root)
         .args(["log", "-1", "--format=%ct"])

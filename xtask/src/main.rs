@@ -7,6 +7,7 @@ mod bench_secrets;
 mod cluster;
 mod dist;
 mod fuzz;
+mod image;
 mod plugins;
 mod quickstart;
 mod shell;
@@ -53,6 +54,9 @@ enum Task {
     /// Build release archives of `tazuna` (`target/dist/tazuna-<version>-<target>.tar.gz`)
     /// and their SHA256SUMS.
     Dist(dist::Dist),
+    /// Build an OCI image of the static `tazuna` binary without a container daemon
+    /// (`target/image`, an OCI layout), and with `--push` copy it to a registry with skopeo.
+    Image(image::Image),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -67,5 +71,6 @@ fn main() -> anyhow::Result<()> {
         Task::BenchInputs(args) => args.run(),
         Task::BenchSecrets(args) => args.run(),
         Task::Dist(args) => args.run(),
+        Task::Image(args) => args.run(),
     }
 }

@@ -455,17 +455,40 @@ fn install(path: &Path, bytes: &[u8]) -> anyhow::Result<&'static str> {
     Ok("installed")
 }
 
+/// Start building `tazuna` with `profile` (`release`, or `quickstart`), the
+/// committed built-ins embedded, in the background; [`finish_cli`] waits
+/// for it.
+pub fn spawn_cli(root: &Path, profile: &'static str) -> anyhow::Result<Cli> {
+    let child = crate::shell::cargo(root)
+        .args(["build", "--profile", profile, "--locked", "--bin", "tazuna"])
+        .spawn()
+        .context("cannot run cargo")?;
+    Ok(Cli { child, profile })
+}
+
+/// A build [`spawn_cli`] started.
+pub struct Cli {
+    pub child: std::process::Child,
+    profile: &'static str,
+}
+
+/// Wait for the build [`spawn_cli`] started; the binary.
+pub fn finish_cli(root: &Path, mut build: Cli) -> anyhow::Result<PathBuf> {
+    let status = build.child.wait().context("cannot wait for cargo")?;
+    ensure!(
+        status.success(),
+        "`cargo build --profile {} --bin tazuna` exited with {status}",
+        build.profile
+    );
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), |dir| root.join(dir));
+    Ok(target.join(build.profile).join("tazuna"))
+}
+
 /// Build the release `tazuna`, with the committed built-ins embedded; returns
 /// the binary's path.
 pub fn release_cli(root: &Path) -> anyhow::Result<PathBuf> {
-    crate::shell::run(crate::shell::cargo(root).args([
-        "build",
-        "--release",
-        "--locked",
-        "--bin",
-        "tazuna",
-    ]))?;
-    Ok(root.join("target/release/tazuna"))
+    finish_cli(root, spawn_cli(root, "release")?)
 }
 
 #[cfg(test)]

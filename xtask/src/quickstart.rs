@@ -25,28 +25,54 @@ pub struct Quickstart {
 
 const CLUSTER: &str = "quickstart";
 
+/// The steps, for the step lines: what each does and how long it took the
+/// first time on a 2-core machine with cold caches (docs: README.md).
+const STEPS: [(&str, &str); 4] = [
+    (
+        "build the CLI (profile `quickstart`) while the control plane builds: etcd, Kubernetes and kwok from the Go module proxy",
+        "about ESTIMATE_BUILD the first time on 2 cores; seconds once cached",
+    ),
+    (
+        "tazuna check and tazuna verify on a throwaway control plane",
+        "about ESTIMATE_VERIFY",
+    ),
+    (
+        "start the control plane `quickstart`; tazuna apply and tazuna status",
+        "about ESTIMATE_APPLY",
+    ),
+    ("an independent look with kubectl", "seconds"),
+];
+
+/// The step line of step `index` (0-based).
+fn step(index: usize) {
+    let (what, estimate) = STEPS[index];
+    eprintln!("==> [{}/{}] {what} ({estimate})", index + 1, STEPS.len());
+}
+
 impl Quickstart {
     /// Run it.
     pub fn run(self) -> anyhow::Result<()> {
         let root = crate::shell::root();
         let install = root.join("tests/controlplane/install.sh");
+        step(0);
+        // The CLI's build and the Go builds share the two cores: each fills
+        // the other's serial stretches (downloads, linking, the last crates).
+        let mut cli = crate::plugins::spawn_cli(&root, "quickstart")?;
         if !self.no_install {
             // Only what the quickstart runs on: the tests' tools and stores are
             // built by `cargo xtask test`.
-            eprintln!(
-                "==> tests/controlplane/install.sh --control-plane-only  (cached after the first run)"
-            );
-            run(Command::new("bash")
+            let installed = run(Command::new("bash")
                 .arg(&install)
-                .arg("--control-plane-only"))?;
+                .arg("--control-plane-only"));
+            if let Err(error) = installed {
+                let _ = cli.child.kill();
+                let _ = cli.child.wait();
+                return Err(error);
+            }
         }
-        let tazuna = crate::plugins::release_cli(&root)?;
+        let tazuna = crate::plugins::finish_cli(&root, cli)?;
         let example = root.join("examples/quickstart");
         let kubeconfig = crate::cluster::default_kubeconfig();
-
-        // A fresh cluster each time, so the run shows day one.
-        let _ = crate::cluster::down(CLUSTER, &kubeconfig);
-        crate::cluster::up(CLUSTER, 1, &kubeconfig)?;
 
         let target = [
             "--kubeconfig",
@@ -65,6 +91,16 @@ impl Quickstart {
             vec!["apply", "--rebind"],
             vec!["status", "--all"],
         ] {
+            match args[0] {
+                "check" => step(1),
+                "apply" => {
+                    step(2);
+                    // A fresh cluster each time, so the run shows day one.
+                    let _ = crate::cluster::down(CLUSTER, &kubeconfig);
+                    crate::cluster::up(CLUSTER, 1, &kubeconfig)?;
+                }
+                _ => {}
+            }
             eprintln!("==> tazuna {}  (in examples/quickstart)", args.join(" "));
             let mut command = Command::new(&tazuna);
             command.args(&args).current_dir(&example);
@@ -73,18 +109,22 @@ impl Quickstart {
             }
             run(&mut command)?;
         }
-        eprintln!("==> kubectl -n argocd get deployments,statefulsets  (an independent look)");
-        run(Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args([
-                "--context",
-                CLUSTER,
-                "-n",
-                "argocd",
-                "get",
-                "deployments,statefulsets",
-            ]))?;
+        step(3);
+        eprintln!("==> kubectl -n argocd get deployments,statefulsets");
+        // The pinned kubectl when it was built, else a compatible one on PATH.
+        run(
+            Command::new(tazuna_controlplane::assets::Assets::locate().kubectl())
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args([
+                    "--context",
+                    CLUSTER,
+                    "-n",
+                    "argocd",
+                    "get",
+                    "deployments,statefulsets",
+                ]),
+        )?;
         let kc = kubeconfig.display();
         eprintln!(
             "==> done. The cluster `{CLUSTER}` keeps running:\n  export KUBECONFIG={kc}\n  cd examples/quickstart && {t} plan --context {CLUSTER}\n  {t} destroy --context {CLUSTER} --yes\n  cargo xtask cluster down --name {CLUSTER}",

@@ -27,6 +27,13 @@ pub struct GlobalArgs {
     )]
     file: PathBuf,
 
+    /// Keep `tazuna.lock` here instead of beside the file. Until it exists,
+    /// the lock beside the file is read, and the first write starts from it:
+    /// a Job whose file is mounted read-only keeps the pins and bindings
+    /// shipped with it and records new bindings on a volume it can write.
+    #[arg(long, global = true, env = "TAZUNA_LOCK_FILE", value_name = "FILE")]
+    lock_file: Option<PathBuf>,
+
     /// Select `spec.environments.<NAME>`: its context rules, values and
     /// clusters. Repeat it (or comma-separate) to run `apply`, `plan`,
     /// `status`, `state drift` or `destroy` on several environments' clusters
@@ -147,6 +154,8 @@ enum LogLevel {
 pub struct GlobalSettings {
     /// The tazuna.yaml to read.
     pub file: PathBuf,
+    /// `--lock-file`: where `tazuna.lock` is kept instead of beside the file.
+    pub lock_file: Option<PathBuf>,
     /// The selected environment, when one is.
     pub environment: Option<String>,
     /// The selected cluster, when one is named.
@@ -220,6 +229,7 @@ impl GlobalSettings {
         };
         Ok(Self {
             file: args.file.clone(),
+            lock_file: args.lock_file.clone(),
             environment: (args.environment.len() == 1).then(|| args.environment[0].clone()),
             cluster: (args.cluster.len() == 1).then(|| args.cluster[0].clone()),
             selection,

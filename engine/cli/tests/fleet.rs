@@ -799,24 +799,182 @@ spec:
         ])));
         assert!(!state.contains(&body), "a client key is in the state");
     }
-    // The Job-per-cluster example is valid for this management cluster.
-    let examples = common::root().join("examples/fleet/kubernetes");
-    succeed(
-        management
-            .kubectl()
-            .args(["apply", "--dry-run=server", "-f"])
-            .arg(examples.join("rbac.yaml")),
-    );
-    let job = std::fs::read_to_string(examples.join("job.yaml"))
-        .unwrap()
-        .replace("CLUSTER", "tokyo");
-    kubectl_stdin(&management, &["create", "--dry-run=server"], &job);
-
     let lock = std::fs::read_to_string(dir.join("tazuna.lock")).unwrap();
     assert!(
         lock.contains("osaka") && lock.contains("tokyo"),
         "both bound:\n{lock}"
     );
+
+    // The example's file is another stack with a manifest of the same name:
+    // this one goes first, as a team moving to the Job would do.
+    let destroyed = run(&["destroy", "-e", "workloads", "--yes"]);
+    assert!(destroyed.status.success(), "{}", text(&destroyed));
+    the_job_example_runs_as_shipped(&management, [("tokyo", &tokyo), ("osaka", &osaka)]);
+}
+
+/// `examples/fleet/kubernetes/` as shipped: `rbac.yaml` applied for real,
+/// `job.yaml` created with a server-side dry run (kwok's nodes run no
+/// containers), and then the Job's own command line run once per cluster as
+/// the process its pod would run: in a mount namespace of its own with the
+/// service account's token, CA and namespace at the path kubelet mounts them,
+/// `KUBERNETES_SERVICE_HOST`/`_PORT` set, no kubeconfig anywhere, the
+/// ConfigMap's files (as the Job's `items` lay them out) on a read-only mount,
+/// and the lock on a writable directory. After both, a plan of the fleet from
+/// the same pod finds nothing. Needs root (mounts) and `unshare`.
+fn the_job_example_runs_as_shipped(management: &TestCluster, clusters: [(&str, &TestCluster); 2]) {
+    let examples = common::root().join("examples/fleet");
+    succeed(
+        management
+            .kubectl()
+            .args(["apply", "--server-side", "-f"])
+            .arg(examples.join("kubernetes/rbac.yaml")),
+    );
+    let job = std::fs::read_to_string(examples.join("kubernetes/job.yaml")).unwrap();
+    for (name, _) in clusters {
+        kubectl_stdin(
+            management,
+            &["create", "--dry-run=server"],
+            &job.replace("CLUSTER", name),
+        );
+    }
+    let root = effective_uid_is_root();
+    let unshare = tazuna_tests::assets::which("unshare");
+    let (true, Some(unshare)) = (root, unshare) else {
+        e2e::skip::<()>("the Job's in-pod run needs root and `unshare` for its mounts");
+        return;
+    };
+    // The pod's files: the service account's (as kubelet projects them) and
+    // the ConfigMap's (as the Job's `items` lay them out).
+    let pod = tempfile::tempdir().unwrap();
+    let token = stdout(&succeed(
+        management
+            .kubectl()
+            .args(["create", "token", "tazuna", "-n", "fleet"]),
+    ));
+    let entry = management.own().unwrap().kubeconfig_entry();
+    write(pod.path(), "serviceaccount/token", token.trim());
+    write(pod.path(), "serviceaccount/ca.crt", &entry.ca_pem);
+    write(pod.path(), "serviceaccount/namespace", "fleet");
+    let config = pod.path().join("config");
+    write(
+        &config,
+        "tazuna.yaml",
+        &std::fs::read_to_string(examples.join("tazuna.yaml")).unwrap(),
+    );
+    write(
+        &config,
+        "app/configmap.yaml",
+        &std::fs::read_to_string(examples.join("app/configmap.yaml")).unwrap(),
+    );
+    let port = entry
+        .server
+        .rsplit_once(':')
+        .map(|(_, port)| port.trim_end_matches('/').to_owned())
+        .expect("the server URL has a port");
+    let home = pod.path().join("tmp");
+    std::fs::create_dir_all(&home).unwrap();
+    // The Job's `args`, as job.yaml gives them, with its mount paths mapped
+    // onto the pod's directories.
+    let args_line = job
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("args: ["))
+        .expect("job.yaml gives the container's args")
+        .trim_end_matches(']')
+        .to_owned();
+    let in_pod = |args: &[String]| -> Output {
+        let script = "mount -t tmpfs tmpfs /run \
+            && mkdir -p /run/secrets/kubernetes.io \
+            && cp -r \"$0\"/serviceaccount /run/secrets/kubernetes.io/serviceaccount \
+            && mount --bind \"$0\"/config \"$0\"/config \
+            && mount -o remount,bind,ro \"$0\"/config \
+            && exec \"$@\"";
+        output(
+            Command::new(&unshare)
+                .args(["--mount", "--propagation", "private", "sh", "-c", script])
+                .arg(pod.path())
+                .arg(env!("CARGO_BIN_EXE_tazuna"))
+                .args(args)
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .env("HOME", &home)
+                .env("TMPDIR", &home)
+                .env("NO_COLOR", "1")
+                .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+                .env("KUBERNETES_SERVICE_PORT", &port),
+        )
+    };
+    for (name, cluster) in clusters {
+        let locks = pod.path().join(format!("lock-{name}"));
+        std::fs::create_dir_all(&locks).unwrap();
+        let args: Vec<String> = args_line
+            .split(',')
+            .map(|arg| {
+                arg.trim()
+                    .replace("CLUSTER", name)
+                    .replace("/config/", &format!("{}/", config.display()))
+                    .replace("/var/lib/tazuna/", &format!("{}/", locks.display()))
+            })
+            .collect();
+        let ran = in_pod(&args);
+        assert!(ran.status.success(), "the Job for {name}: {}", text(&ran));
+        // `-o json` is one event per line; the last sums the run up.
+        let events: Vec<Value> = stdout(&ran)
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("`-o json` printed JSON ({e}): {}", text(&ran)))
+            })
+            .collect();
+        let summary = events.last().expect("events");
+        assert_eq!(summary["event"], "summary", "{}", text(&ran));
+        assert_eq!(summary["ok"], 1, "{}", text(&ran));
+        assert_eq!(
+            jsonpath(
+                cluster,
+                &["get", "configmap", "app", "-n", "app"],
+                "{.data.owner}"
+            ),
+            "platform"
+        );
+        let lock = std::fs::read_to_string(locks.join("tazuna.lock")).unwrap();
+        assert!(
+            lock.contains(name),
+            "the binding is kept on the writable volume: {lock}"
+        );
+        assert!(
+            !config.join("tazuna.lock").exists(),
+            "nothing is written to the ConfigMap's mount"
+        );
+    }
+    let planned = in_pod(&[
+        "plan".into(),
+        "-f".into(),
+        config.join("tazuna.yaml").display().to_string(),
+        "--lock-file".into(),
+        pod.path().join("plan/tazuna.lock").display().to_string(),
+        "-e".into(),
+        "workloads".into(),
+        "--detailed-exitcode".into(),
+    ]);
+    assert_eq!(
+        planned.status.code(),
+        Some(0),
+        "a plan of the fleet after the Jobs finds nothing: {}",
+        text(&planned)
+    );
+}
+
+/// Whether this process runs as root.
+fn effective_uid_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().nth(1).map(|id| id == "0"))
+        })
+        .unwrap_or(false)
 }
 
 #[test]

@@ -1748,3 +1748,287 @@ spec:
         }
     }
 }
+
+/// `git` in `dir`, with no user or system config, failing the test on error.
+fn git(dir: &Path, args: &[&str]) {
+    let mut command = Command::new("git");
+    command
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.com")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.com")
+        .args(args);
+    succeed(&mut command);
+}
+
+/// A bare repository `<served>/<name>.git` holding the files of `work`,
+/// committed and tagged `v1`.
+fn publish(work: &Path, served: &Path, name: &str) {
+    if !work.join(".git").exists() {
+        git(work, &["init", "-q", "-b", "main"]);
+        git(work, &["add", "-A"]);
+    }
+    git(work, &["commit", "-q", "-m", "v1"]);
+    git(work, &["tag", "v1"]);
+    let bare = served.join(format!("{name}.git"));
+    git(
+        served,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            work.to_str().unwrap(),
+            bare.to_str().unwrap(),
+        ],
+    );
+}
+
+/// Remote sources through the jail, the way Go Tazuna's users write them: a
+/// kustomize remote base in both spellings (`http://…//path?ref=v1` and
+/// `git::http://…`) from a git server over HTTP, a helmfile release from a
+/// chart repository in its `repositories:`, and a helm chart from a
+/// repository. Each host is named in `tazuna.yaml` (`remotes:`, or the
+/// `repo` URL itself); the tools reach those and nothing else. A base or a
+/// repository on a host the file does not name fails with the fix, and that
+/// host sees no request; a submodule that would run a command (`ext::`) or
+/// read the host's disk (`file://`) runs and reads nothing.
+#[test]
+fn remote_bases_and_repositories_are_reached_only_on_the_hosts_the_file_names() {
+    let Some(tools) = Tools::locate() else {
+        return;
+    };
+    let Some(cluster) = TestCluster::shared() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // The git server: a base with a ConfigMap, tagged v1.
+    let served = root.join("served");
+    let other = root.join("other");
+    std::fs::create_dir_all(&served).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    let base = root.join("work/base");
+    write(
+        &base,
+        "app/kustomization.yaml",
+        "resources: [configmap.yaml]\n",
+    );
+    write(
+        &base,
+        "app/configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: remote-base\ndata:\n  from: git\n",
+    );
+    publish(&base, &served, "base");
+    let (Some(forge), Some(unnamed_forge)) = (
+        common::GitServer::serve(&served),
+        common::GitServer::serve(&other),
+    ) else {
+        assert!(
+            std::env::var_os("TAZUNA_E2E_REQUIRED").is_none(),
+            "python3 and git are needed to serve git over HTTP"
+        );
+        eprintln!("skipped: no python3 or git to serve git over HTTP");
+        return;
+    };
+    let copy = other.join("base.git");
+    git(
+        &other,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            served.join("base.git").to_str().unwrap(),
+            copy.to_str().unwrap(),
+        ],
+    );
+    // The chart repository.
+    let charts = root.join("charts");
+    std::fs::create_dir_all(&charts).unwrap();
+    let helm = |args: &[&str]| {
+        let mut command = Command::new(&tools.helm);
+        command.current_dir(root).env("HOME", root).args(args);
+        succeed(&mut command);
+    };
+    helm(&[
+        "package",
+        chart().to_str().unwrap(),
+        "--destination",
+        charts.to_str().unwrap(),
+    ]);
+    let Some(repository) = common::FileServer::serve(&charts, None) else {
+        panic!("python3 serves the git repositories, so it serves charts");
+    };
+    helm(&[
+        "repo",
+        "index",
+        charts.to_str().unwrap(),
+        "--url",
+        &repository.url,
+    ]);
+
+    let ns = cluster.namespace("remotes");
+    let namespace = ns.name();
+    let project = root.join("project");
+    let git_url = &forge.url;
+    let charts_url = &repository.url;
+    write(
+        &project,
+        "plain/kustomization.yaml",
+        &format!("resources:\n  - {git_url}/base.git//app?ref=v1\nnamePrefix: plain-\n"),
+    );
+    write(
+        &project,
+        "getter/kustomization.yaml",
+        &format!("resources:\n  - git::{git_url}/base.git//app?ref=v1\nnamePrefix: getter-\n"),
+    );
+    write(
+        &project,
+        "platform/helmfile.yaml",
+        &format!(
+            "repositories:\n  - name: local\n    url: {charts_url}\nreleases:\n  - name: fromrepo\n    namespace: {namespace}\n    chart: local/hello\n    version: 0.1.0\n"
+        ),
+    );
+    let tazuna_yaml = format!(
+        "apiVersion: tazuna.pepabo.com/v1
+kind: Tazuna
+spec:
+  manifests:
+    - name: {namespace}-plain
+      type: kustomize
+      path: plain
+      namespace: {namespace}
+      tags: [plain]
+      kustomize:
+        remotes: [{git_url}]
+    - name: {namespace}-getter
+      type: kustomize
+      path: getter
+      namespace: {namespace}
+      kustomize:
+        remotes: [{git_url}/base.git]
+    - name: {namespace}-helmfile
+      type: helmfile
+      path: platform
+      namespace: {namespace}
+      tags: [charts]
+      helmfile:
+        remotes: [{charts_url}]
+    - name: {namespace}-helm
+      type: helm
+      namespace: {namespace}
+      helm:
+        repo: {charts_url}
+        chart: hello
+        version: 0.1.0
+"
+    );
+    write(&project, "tazuna.yaml", &tazuna_yaml);
+    let mut apply = tazuna(&tools, &project);
+    on(&mut apply, &cluster);
+    let applied = output(apply.arg("apply"));
+    assert!(applied.status.success(), "{}", text(&applied));
+    // The cluster, through kubectl: each remote source's objects.
+    for name in ["plain-remote-base", "getter-remote-base", "fromrepo-hello"] {
+        let found = kubectl_json(&cluster, &["-n", namespace, "get", "configmap", name]);
+        assert_eq!(found["metadata"]["name"], name, "{found}");
+    }
+    let from_helm = format!("{namespace}-helm-hello");
+    let found = kubectl_json(
+        &cluster,
+        &["-n", namespace, "get", "deployment", &from_helm],
+    );
+    assert_eq!(found["metadata"]["name"], from_helm.as_str(), "{found}");
+    assert!(
+        forge.requests().contains("git-upload-pack"),
+        "kustomize fetched through git's smart HTTP: {}",
+        forge.requests()
+    );
+
+    // A base on a host the file does not name: refused with the fix, and the
+    // host sees nothing. The same for a helmfile's repository.
+    let unnamed = &unnamed_forge.url;
+    write(
+        &project,
+        "plain/kustomization.yaml",
+        &format!("resources:\n  - {unnamed}/base.git//app?ref=v1\nnamePrefix: plain-\n"),
+    );
+    let mut build = tazuna(&tools, &project);
+    let refused = output(build.args(["build", "-t", "plain"]));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    let host = unnamed.trim_start_matches("http://");
+    assert!(
+        text(&refused).contains(&format!("add `http://{host}` to `kustomize.remotes`")),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(unnamed_forge.requests(), "", "the unnamed host was reached");
+    write(
+        &project,
+        "tazuna.yaml",
+        &tazuna_yaml.replace(&format!("remotes: [{charts_url}]"), "remotes: []"),
+    );
+    let mut build = tazuna(&tools, &project);
+    let refused = output(build.args(["build", "-t", "charts"]));
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("helmfile.remotes"),
+        "{}",
+        text(&refused)
+    );
+
+    // A named repository whose submodules would run a command or read the
+    // host's disk: git speaks HTTP(S) alone, so neither happens.
+    let marker = root.join("ran-a-command");
+    let evil = root.join("work/evil");
+    write(
+        &evil,
+        "app/kustomization.yaml",
+        "resources: [configmap.yaml]\n",
+    );
+    write(
+        &evil,
+        "app/configmap.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: evil\n",
+    );
+    write(
+        &evil,
+        ".gitmodules",
+        &format!(
+            "[submodule \"run\"]\n\tpath = run\n\turl = ext::sh -c touch% {}\n[submodule \"disk\"]\n\tpath = disk\n\turl = file:///etc\n",
+            marker.display()
+        ),
+    );
+    git(&evil, &["init", "-q", "-b", "main"]);
+    git(&evil, &["add", "app", ".gitmodules"]);
+    for path in ["run", "disk"] {
+        git(
+            &evil,
+            &[
+                "update-index",
+                "--add",
+                "--cacheinfo",
+                &format!("160000,{},{path}", "1".repeat(40)),
+            ],
+        );
+    }
+    publish(&evil, &served, "evil");
+    write(&project, "tazuna.yaml", &tazuna_yaml);
+    write(
+        &project,
+        "plain/kustomization.yaml",
+        &format!("resources:\n  - {git_url}/evil.git//app?ref=v1\n"),
+    );
+    let mut build = tazuna(&tools, &project);
+    let held = output(build.args(["build", "-t", "plain"]));
+    assert_eq!(held.status.code(), Some(1), "{}", text(&held));
+    assert!(
+        text(&held).contains("transport 'ext' not allowed")
+            || text(&held).contains("transport 'file' not allowed"),
+        "{}",
+        text(&held)
+    );
+    assert!(!marker.exists(), "a submodule ran a command");
+}

@@ -113,10 +113,12 @@ impl Tool {
     /// The cache directory prefix and the versions.env key of the pin this binary comes from.
     fn pin(self) -> (&'static str, &'static str) {
         match self {
-            Tool::KubeApiserver
-            | Tool::KubeControllerManager
-            | Tool::KubeScheduler
-            | Tool::Kubectl => ("kubernetes", "KUBERNETES_VERSION"),
+            Tool::KubeApiserver | Tool::KubeControllerManager | Tool::KubeScheduler => {
+                ("kubernetes", "KUBERNETES_VERSION")
+            }
+            // A pin directory of its own: the quickstart may reuse a compatible
+            // kubectl on PATH instead of building it.
+            Tool::Kubectl => ("kubectl", "KUBERNETES_VERSION"),
             Tool::Etcd => ("etcd", "ETCD_VERSION"),
             Tool::Kwok => ("kwok", "KWOK_VERSION"),
             Tool::Helm => ("helm", "HELM_VERSION"),

@@ -26,6 +26,11 @@ pub struct Config {
     /// Namespace for namespaced objects that carry none, as Go Tazuna files write it. Same as
     /// the manifest's `namespace`; give one or the other.
     pub default_namespace: Option<String>,
+    /// The hosts the kustomization's remote bases live on, as URLs (`https://git.example.com/org`,
+    /// or `http://127.0.0.1:<port>/…` for a server on this machine). `kustomize` (and the `git` it
+    /// runs for a remote base) reaches these hosts and no other.
+    #[serde(default)]
+    pub remotes: Vec<String>,
 }
 
 /// Renders the kustomization at `request.path` inside `request.workdir`.
@@ -49,7 +54,8 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
     let output = Command::new("kustomize")
         .args(["build", plan.directory.as_str()])
         .cwd(request.scratch.as_str())
-        .run_checked()?;
+        .run_checked()
+        .map_err(|error| crate::remotes::explain(error, "kustomize", &config.remotes))?;
     // Origins name the directory as `tazuna build` shows it: `overlays/prod#3`.
     let origin = plan
         .directory
@@ -99,6 +105,7 @@ pub fn plan(config: &Config, request: &RenderRequest) -> Result<Plan, PluginErro
         ))));
     };
     let directory = paths::inside(&request.workdir, path, "path").map_err(invalid)?;
+    crate::remotes::check(&config.remotes).map_err(PluginError::InvalidConfig)?;
     let namespace = crate::default_namespace(
         request.namespace.as_deref(),
         config.default_namespace.as_deref(),
@@ -133,6 +140,7 @@ mod tests {
     fn config(default_namespace: Option<&str>) -> Config {
         Config {
             default_namespace: default_namespace.map(Into::into),
+            remotes: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod helmfile;
 pub mod inputs;
 pub mod kustomize;
 pub mod paths;
+pub mod remotes;
 pub mod scope;
 pub mod yaml;
 

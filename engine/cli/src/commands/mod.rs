@@ -127,6 +127,7 @@ pub fn open_quietly(settings: &GlobalSettings, writes: Writes) -> anyhow::Result
         tags: settings.tags.clone(),
         host: settings.host.clone(),
         connect: settings.connect.clone(),
+        lock_file: settings.lock_file.clone(),
     };
     Ok(Stack::open(options, writes, notices(settings))?)
 }

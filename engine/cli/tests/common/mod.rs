@@ -352,3 +352,93 @@ impl Drop for FileServer {
         let _ = self.child.wait();
     }
 }
+
+/// A git server over HTTP on loopback: git's own smart-HTTP backend (`git
+/// http-backend`, run per request by a small python3 server) over the bare
+/// repositories in `root`, as a git forge serves them. Every request's method
+/// and path are appended to [`GitServer::requests`]'s log. Killed on drop.
+pub struct GitServer {
+    child: std::process::Child,
+    log: PathBuf,
+    pub url: String,
+}
+
+impl GitServer {
+    /// Serve the bare repositories in `root` (`<root>/<name>.git`). `None`
+    /// when python3 or git is missing.
+    pub fn serve(root: &Path) -> Option<Self> {
+        use std::io::BufRead as _;
+        let python = tazuna_tests::assets::which("python3")?;
+        let git = tazuna_tests::assets::which("git")?;
+        let script = r#"
+import http.server, os, subprocess, sys
+root, log, git = sys.argv[1], sys.argv[2], sys.argv[3]
+class Handler(http.server.BaseHTTPRequestHandler):
+    def serve_git(self):
+        with open(log, "a") as out:
+            out.write(self.command + " " + self.path + "\n")
+        path, _, query = self.path.partition("?")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        env = {"GIT_PROJECT_ROOT": root, "GIT_HTTP_EXPORT_ALL": "1", "REQUEST_METHOD": self.command,
+               "PATH_INFO": path, "QUERY_STRING": query, "REMOTE_ADDR": "127.0.0.1",
+               "CONTENT_TYPE": self.headers.get("Content-Type", ""), "CONTENT_LENGTH": str(len(body)),
+               "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+               "GIT_PROTOCOL": self.headers.get("Git-Protocol", "")}
+        out = subprocess.run([git, "http-backend"], input=body, env=env, capture_output=True).stdout
+        head, _, payload = out.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.decode().split("\r\n"):
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.split()[0])
+            elif key:
+                headers.append((key, value.strip()))
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+    do_GET = do_POST = serve_git
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"#;
+        let log = root.join("requests.log");
+        std::fs::write(&log, "").ok()?;
+        let mut child = Command::new(python)
+            .arg("-c")
+            .arg(script)
+            .arg(root)
+            .arg(&log)
+            .arg(git)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take()?)
+            .read_line(&mut line)
+            .ok()?;
+        let port: u16 = line.trim().parse().ok()?;
+        Some(Self {
+            child,
+            log,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+
+    /// The requests served so far, one `METHOD /path?query` per line.
+    pub fn requests(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for GitServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

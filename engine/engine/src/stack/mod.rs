@@ -92,6 +92,8 @@ pub struct StackOptions {
     pub host: HostSettings,
     /// The kubeconfig and context.
     pub connect: ConnectOptions,
+    /// `--lock-file`: where `tazuna.lock` is kept instead of beside the file.
+    pub lock_file: Option<PathBuf>,
 }
 
 /// Whether a run may write `tazuna.lock` and the cluster.
@@ -335,10 +337,7 @@ impl Stack {
         }
         let builtins: Vec<&str> = plugins::builtin_names().collect();
         config.check_types_tagged(&builtins, &options.tags)?;
-        let lock = LockFile {
-            path: Lockfile::path_for(&options.file),
-            writes,
-        };
+        let lock = LockFile::of(&options, writes);
         Ok(Self {
             options,
             config,

@@ -9,7 +9,9 @@ use super::*;
 /// Go Tazuna keeps one data key per object,
 /// `<manifest>__<group>__<version>__<kind>__<namespace>__<name>` (no namespace
 /// segment for cluster-scoped objects), with `{"contentHash": ...}`, and a
-/// `_metadata` key with `gitCommitHash` and `lastSyncedAt`.
+/// `_metadata` key with `gitCommitHash` and `lastSyncedAt`. Its newest
+/// releases also escape what a data key cannot hold as `_x<hex>` (the `:`
+/// of `system:controller:foo`); see [`go_key_parts`].
 pub(super) fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<ManifestState, String> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -32,7 +34,8 @@ pub(super) fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<Manif
             metadata = serde_json::from_str(value).map_err(|e| format!("`_metadata`: {e}"))?;
             continue;
         }
-        let parts: Vec<&str> = key.split("__").collect();
+        let parts = go_key_parts(key);
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         let (group, version, kind, namespace, name) = match parts.as_slice() {
             [_, group, version, kind, namespace, name] => {
                 (*group, *version, *kind, Some(*namespace), *name)
@@ -76,6 +79,42 @@ pub(super) fn migrate_go(manifest: &str, config_map: &ConfigMap) -> Result<Manif
         incomplete: false,
         objects,
     })
+}
+
+/// The `/`-separated parts of a Go state key, decoded as Go decodes it:
+/// `__` is `/`, `_x` and two hex digits is that byte, and any other `_` is
+/// itself (keys written before Go escaped anything read the same).
+fn go_key_parts(key: &str) -> Vec<String> {
+    let bytes = key.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut parts = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        if rest.starts_with(b"__") {
+            parts.push(String::from_utf8_lossy(&decoded).into_owned());
+            decoded.clear();
+            at += 2;
+            continue;
+        }
+        if let [b'_', b'x', high, low, ..] = rest
+            && let (Some(high), Some(low)) = (hex(*high), hex(*low))
+        {
+            decoded.push(high << 4 | low);
+            at += 4;
+            continue;
+        }
+        decoded.push(rest[0]);
+        at += 1;
+    }
+    parts.push(String::from_utf8_lossy(&decoded).into_owned());
+    parts
+}
+
+fn hex(digit: u8) -> Option<u8> {
+    char::from(digit)
+        .to_digit(16)
+        .and_then(|value| u8::try_from(value).ok())
 }
 
 #[cfg(test)]
@@ -126,5 +165,33 @@ mod tests {
             ]
         );
         assert!(state.objects.iter().all(|e| e.hash.starts_with("go:")));
+    }
+
+    #[test]
+    fn go_keys_with_escaped_characters_decode_as_go_decodes_them() {
+        assert_eq!(
+            go_key_parts(
+                "cert-manager__rbac.authorization.k8s.io__v1__ClusterRole__cert-manager-webhook_x3asubjectaccessreviews"
+            ),
+            [
+                "cert-manager",
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                "cert-manager-webhook:subjectaccessreviews"
+            ]
+        );
+        assert_eq!(
+            go_key_parts("m__g__v1__Kind__name_x5fwith_x5Funderscore")[4],
+            "name_with_underscore"
+        );
+        // What is no escape stays as it is.
+        for literal in ["_zfoo", "trailing_", "_xZZ", "name_with_underscore"] {
+            assert_eq!(go_key_parts(&format!("m__g__v1__K__{literal}"))[4], literal);
+        }
+        assert_eq!(
+            go_key_parts("m____v1__Namespace__ns"),
+            ["m", "", "v1", "Namespace", "ns"]
+        );
     }
 }

@@ -206,12 +206,13 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
     };
     let private = Private::new(tool, ctx.network, &logins)
         .map_err(|error| PluginError::Other(format!("cannot prepare `{tool}`'s home: {error}")))?;
+    let fetchers = Fetchers::of(tool, ctx.network);
     let mut child = Command::new(&binary);
     child
         .args(&args)
         .current_dir(&cwd)
         .env_clear()
-        .env("PATH", tool_path(ctx.capabilities))
+        .env("PATH", tool_path(ctx.capabilities, &fetchers.programs))
         .stdin(if command.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -220,6 +221,14 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (key, value) in private.environment() {
+        child.env(key, value);
+    }
+    let git = fetchers
+        .environment(&private.root().join("git-core"))
+        .map_err(|error| {
+            PluginError::Other(format!("cannot prepare `git` for `{tool}`: {error}"))
+        })?;
+    for (key, value) in git {
         child.env(key, value);
     }
     let mut endpoints = ctx.network.endpoints.clone();
@@ -247,7 +256,10 @@ fn run_untraced(ctx: &ExecContext<'_>, command: ExecCommand) -> Result<Output, P
             .map(|m| m.host.clone()),
     );
     let policy = Policy {
-        programs: tool_binaries(ctx.capabilities, &binary),
+        programs: tool_binaries(ctx.capabilities, &binary)
+            .into_iter()
+            .chain(fetchers.programs)
+            .collect(),
         read: ctx
             .mounts
             .iter()
@@ -419,6 +431,95 @@ fn tool_binaries(capabilities: &Capabilities, binary: &Path) -> Vec<PathBuf> {
     binaries
 }
 
+/// The tools that fetch remote content with `git`: a kustomization's remote
+/// bases (`https://host/org/repo//path?ref=v1`, `git::…`), a helmfile's
+/// remote helmfiles.
+const FETCH_WITH_GIT: &[&str] = &["kustomize", "helmfile"];
+
+/// The git helpers a fetch over HTTP(S) starts, from git's exec path.
+const GIT_HELPERS: [&str; 3] = ["git", "git-remote-http", "git-remote-https"];
+
+/// What `tool` may start beside itself to fetch from the hosts the manifest
+/// names: `git` and its HTTP transport, for the tools of
+/// [`FETCH_WITH_GIT`], and only when the manifest names a host (offline,
+/// nothing).
+#[derive(Default)]
+struct Fetchers {
+    /// The programs, as the jail allows them.
+    programs: Vec<PathBuf>,
+    /// git's exec path (`git --exec-path`).
+    exec_path: Option<PathBuf>,
+}
+
+impl Fetchers {
+    fn of(tool: &str, network: &Network) -> Self {
+        if !FETCH_WITH_GIT.contains(&tool) || network.offline || network.endpoints.is_empty() {
+            return Self::default();
+        }
+        let Some(git) = locate("git") else {
+            return Self::default();
+        };
+        static EXEC_PATH: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+        let exec_path = EXEC_PATH
+            .get_or_init(|| {
+                let output = Command::new(&git)
+                    .arg("--exec-path")
+                    .env_clear()
+                    .stdin(Stdio::null())
+                    .output()
+                    .ok()
+                    .filter(|output| output.status.success())?;
+                let text = String::from_utf8(output.stdout).ok()?;
+                Some(PathBuf::from(text.trim())).filter(|dir| dir.is_absolute())
+            })
+            .clone();
+        let mut programs: Vec<PathBuf> = std::iter::once(git)
+            .chain(
+                exec_path
+                    .iter()
+                    .flat_map(|dir| GIT_HELPERS.map(|name| dir.join(name))),
+            )
+            .filter(|path| path.is_file())
+            .map(|path| std::fs::canonicalize(&path).unwrap_or(path))
+            .collect();
+        programs.sort();
+        programs.dedup();
+        Self {
+            programs,
+            exec_path,
+        }
+    }
+
+    /// git's environment in the jail, with its exec path at `dir` (in the
+    /// tool's private home): links to [`GIT_HELPERS`] alone. git's other
+    /// helpers do not exist there (SSH, `ext::`, its shell scripts), and
+    /// `git submodule` (a shell script in older gits, which would need a
+    /// shell) becomes the `submodule--helper` it calls, so a remote base
+    /// with submodules is fetched without any shell.
+    fn environment(&self, dir: &Path) -> std::io::Result<Vec<(&'static str, PathBuf)>> {
+        let Some(exec_path) = self
+            .exec_path
+            .as_deref()
+            .filter(|_| !self.programs.is_empty())
+        else {
+            return Ok(Vec::new());
+        };
+        std::fs::create_dir_all(dir)?;
+        for name in GIT_HELPERS {
+            let target = exec_path.join(name);
+            if target.exists() {
+                std::os::unix::fs::symlink(&target, dir.join(name))?;
+            }
+        }
+        Ok(vec![
+            ("GIT_EXEC_PATH", dir.to_owned()),
+            ("GIT_CONFIG_COUNT", PathBuf::from("1")),
+            ("GIT_CONFIG_KEY_0", PathBuf::from("alias.submodule")),
+            ("GIT_CONFIG_VALUE_0", PathBuf::from("submodule--helper")),
+        ])
+    }
+}
+
 /// The programs helmfile runs, as the host names them (the state key, the
 /// flag, the path): the granted `helm` and `kustomize`, or a path that is
 /// nothing for a tool not granted.
@@ -530,6 +631,9 @@ impl Private {
             ("GIT_CONFIG_GLOBAL", PathBuf::from("/dev/null")),
             ("GIT_CONFIG_NOSYSTEM", PathBuf::from("1")),
             ("GIT_TERMINAL_PROMPT", PathBuf::from("0")),
+            // git may speak HTTP(S) alone: no `ext::` (a command), `file://`
+            // (the host's disk) or SSH, whatever a URL or a `.gitmodules` says.
+            ("GIT_ALLOW_PROTOCOL", PathBuf::from("http:https")),
         ];
         if self.trust {
             // Go, OpenSSL and git read the system's roots and the run's
@@ -685,12 +789,13 @@ pub fn locate(tool: &str) -> Option<PathBuf> {
 /// The tool's `PATH`: the directories of the tools the plugin may run (so
 /// `helmfile` finds the `helm` that `TAZUNA_TOOL_HELM` names), then the system
 /// directories. The caller's own `PATH` is not passed on.
-fn tool_path(capabilities: &Capabilities) -> String {
+fn tool_path(capabilities: &Capabilities, fetchers: &[PathBuf]) -> String {
     let binaries = capabilities
         .iter()
         .filter_map(|capability| capability.strip_prefix("exec:"))
         .filter(|tool| !tool.contains('*'))
-        .filter_map(locate);
+        .filter_map(locate)
+        .chain(locate("git").filter(|_| !fetchers.is_empty()));
     path_of(binaries)
 }
 

@@ -46,6 +46,12 @@ pub struct Config {
     /// Fetch OCI charts over plain HTTP (a registry without TLS, such as a local one).
     #[serde(default)]
     pub plain_http: bool,
+    /// The hosts the helmfile reaches, as URLs: the chart repositories of its `repositories:`
+    /// (`https://charts.example.com`, or `http://127.0.0.1:<port>` for one on this machine) and
+    /// the git servers of remote helmfiles. helmfile, and the helm it runs, reach these hosts
+    /// and the others this block names, and no other.
+    #[serde(default)]
+    pub remotes: Vec<String>,
 }
 
 /// Where one state value comes from.
@@ -108,7 +114,9 @@ pub enum From {
 impl Config {
     /// Checks beyond the types: each var has the value its `from` needs.
     pub fn check(&self) -> Vec<Diagnostic> {
-        let mut found = Vec::new();
+        let mut found = crate::remotes::check(&self.remotes)
+            .err()
+            .unwrap_or_default();
         for (name, var) in &self.vars {
             let at = |field: &str| format!("/vars/{name}{field}");
             match var.from {

@@ -214,7 +214,7 @@ pub fn render(config: Config, request: &RenderRequest) -> Result<RenderOutput, P
                     message.replace(variable, var)
                 }))
             }
-            other => other,
+            other => crate::remotes::explain(other, "helmfile", &config.remotes),
         })
     };
     // The state first: its releases carry their `needs:` and their charts.

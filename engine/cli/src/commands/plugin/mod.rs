@@ -196,7 +196,10 @@ fn update(settings: &GlobalSettings, names: &[String]) -> anyhow::Result<ExitCod
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let lock_path = tazuna_core::lock::Lockfile::path_for(&settings.file);
+    let lock_path = settings
+        .lock_file
+        .clone()
+        .unwrap_or_else(|| tazuna_core::lock::Lockfile::path_for(&settings.file));
     let before = tazuna_core::lock::Lockfile::load(&lock_path)?.plugins;
     let host = PluginHost::new(settings.host.clone())?;
     stack.plugin_set(&host, &wanted, Resolve::Again)?;

@@ -50,9 +50,9 @@ pub(super) fn enter_network_namespace() -> Result<(), String> {
         for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
             *slot = *byte as libc::c_char;
         }
-        let up = libc::ioctl(socket, libc::SIOCGIFFLAGS, &mut request) == 0 && {
+        let up = libc::ioctl(socket, libc::SIOCGIFFLAGS as _, &mut request) == 0 && {
             request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
-            libc::ioctl(socket, libc::SIOCSIFFLAGS, &request) == 0
+            libc::ioctl(socket, libc::SIOCSIFFLAGS as _, &request) == 0
         };
         let error = std::io::Error::last_os_error();
         libc::close(socket);
@@ -91,6 +91,12 @@ pub(super) fn listen(
         let url = format!("http://127.0.0.1:{port}");
         for key in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
             command.env(key, &url);
+        }
+        // A loopback endpoint is forwarded on its own port (the proxy would
+        // refuse loopback): curl, and so git, reach it directly; Go does so
+        // unasked.
+        for key in ["NO_PROXY", "no_proxy"] {
+            command.env(key, "localhost,127.0.0.1,::1");
         }
         routes.push((
             listener,
