@@ -1927,19 +1927,16 @@ spec:
     );
     write(&project, "tazuna.yaml", &tazuna_yaml);
     let mut apply = tazuna(&tools, &project);
-    on(&mut apply, &cluster);
+    on(&mut apply, cluster);
     let applied = output(apply.arg("apply"));
     assert!(applied.status.success(), "{}", text(&applied));
     // The cluster, through kubectl: each remote source's objects.
     for name in ["plain-remote-base", "getter-remote-base", "fromrepo-hello"] {
-        let found = kubectl_json(&cluster, &["-n", namespace, "get", "configmap", name]);
+        let found = kubectl_json(cluster, &["-n", namespace, "get", "configmap", name]);
         assert_eq!(found["metadata"]["name"], name, "{found}");
     }
     let from_helm = format!("{namespace}-helm-hello");
-    let found = kubectl_json(
-        &cluster,
-        &["-n", namespace, "get", "deployment", &from_helm],
-    );
+    let found = kubectl_json(cluster, &["-n", namespace, "get", "deployment", &from_helm]);
     assert_eq!(found["metadata"]["name"], from_helm.as_str(), "{found}");
     assert!(
         forge.requests().contains("git-upload-pack"),

@@ -508,7 +508,11 @@ impl Fetchers {
         for name in GIT_HELPERS {
             let target = exec_path.join(name);
             if target.exists() {
+                #[cfg(unix)]
                 std::os::unix::fs::symlink(&target, dir.join(name))?;
+                // No jail off Unix: the helper is copied, not linked.
+                #[cfg(not(unix))]
+                std::fs::copy(&target, dir.join(name))?;
             }
         }
         Ok(vec![
