@@ -302,7 +302,6 @@ impl FileServer {
     /// `None` when python3 is missing or does not start.
     pub fn serve(dir: &Path, login: Option<(&str, &str)>) -> Option<Self> {
         use base64::Engine as _;
-        use std::io::BufRead as _;
         let python = tazuna_tests::assets::which("python3")?;
         let expected = login
             .map(|(user, password)| {
@@ -326,23 +325,12 @@ server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Han
 print(server.server_address[1], flush=True)
 server.serve_forever()
 "#;
-        let mut child = Command::new(python)
-            .arg("-c")
-            .arg(script)
-            .arg(dir)
-            .arg(expected)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take()?)
-            .read_line(&mut line)
-            .ok()?;
-        let port: u16 = line.trim().parse().ok()?;
-        Some(Self {
-            child,
-            url: format!("http://127.0.0.1:{port}"),
-        })
+        let (child, url) = python_server(
+            &python,
+            script,
+            &[dir.as_os_str(), std::ffi::OsStr::new(&expected)],
+        )?;
+        Some(Self { child, url })
     }
 }
 
@@ -367,7 +355,6 @@ impl GitServer {
     /// Serve the bare repositories in `root` (`<root>/<name>.git`). `None`
     /// when python3 or git is missing.
     pub fn serve(root: &Path) -> Option<Self> {
-        use std::io::BufRead as _;
         let python = tazuna_tests::assets::which("python3")?;
         let git = tazuna_tests::assets::which("git")?;
         let script = r#"
@@ -409,25 +396,12 @@ server.serve_forever()
 "#;
         let log = root.join("requests.log");
         std::fs::write(&log, "").ok()?;
-        let mut child = Command::new(python)
-            .arg("-c")
-            .arg(script)
-            .arg(root)
-            .arg(&log)
-            .arg(git)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take()?)
-            .read_line(&mut line)
-            .ok()?;
-        let port: u16 = line.trim().parse().ok()?;
-        Some(Self {
-            child,
-            log,
-            url: format!("http://127.0.0.1:{port}"),
-        })
+        let (child, url) = python_server(
+            &python,
+            script,
+            &[root.as_os_str(), log.as_os_str(), git.as_os_str()],
+        )?;
+        Some(Self { child, log, url })
     }
 
     /// The requests served so far, one `METHOD /path?query` per line.
@@ -441,4 +415,27 @@ impl Drop for GitServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Start `script` (a server on a loopback port it prints first) with
+/// `python`; the child and its `http://127.0.0.1:<port>`.
+fn python_server(
+    python: &Path,
+    script: &str,
+    args: &[&std::ffi::OsStr],
+) -> Option<(std::process::Child, String)> {
+    use std::io::BufRead as _;
+    let mut child = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take()?)
+        .read_line(&mut line)
+        .ok()?;
+    let port: u16 = line.trim().parse().ok()?;
+    Some((child, format!("http://127.0.0.1:{port}")))
 }

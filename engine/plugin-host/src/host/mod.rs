@@ -27,6 +27,7 @@ mod clusters;
 mod content;
 mod environment;
 mod exec;
+mod fetchers;
 mod grammar;
 mod input;
 pub mod jail;
