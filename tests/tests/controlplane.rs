@@ -525,6 +525,7 @@ fn push_with_oci_wasm(reference: &str, wasm: &Path) {
         .enable_all()
         .build()
         .unwrap();
+    tazuna_plugin_host::tls::install();
     runtime.block_on(async {
         let client = WasmClient::new(oci_client::Client::new(ClientConfig {
             protocol: ClientProtocol::Http,

@@ -44,7 +44,7 @@ impl BenchFleet {
     /// Run it and print a Markdown report.
     pub fn run(self) -> anyhow::Result<()> {
         let root = crate::shell::root();
-        let tazuna = crate::plugins::release_cli(&root)?;
+        let tazuna = crate::plugins::release_cli(&root, None)?;
         let work = crate::bench::tempfile_dir()?.join("fleet");
         crate::bench::write_sources(&root, &work, self.configmaps)?;
         let mut rounds = Vec::new();

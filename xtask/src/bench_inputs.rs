@@ -133,7 +133,7 @@ impl BenchInputs {
     /// Run every case and print the table.
     pub fn run(self) -> anyhow::Result<()> {
         let root = crate::shell::root();
-        let tazuna = crate::plugins::release_cli(&root)?;
+        let tazuna = crate::plugins::release_cli(&root, None)?;
         let work = std::env::temp_dir().join(format!("tazuna-bench-inputs-{}", std::process::id()));
         let mut table = String::from(
             "| input | what | exit | time | peak RSS | first line of the answer |\n|---|---|---|---|---|---|\n",

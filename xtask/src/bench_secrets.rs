@@ -31,7 +31,7 @@ impl BenchSecrets {
     /// Run it and print a Markdown report.
     pub fn run(self) -> anyhow::Result<()> {
         let root = crate::shell::root();
-        let tazuna = crate::plugins::release_cli(&root)?;
+        let tazuna = crate::plugins::release_cli(&root, None)?;
         let moto = tazuna_tests::Moto::start()?;
         let cluster = fresh("bench-secrets")?;
         let work = crate::bench::tempfile_dir()?.join("secrets");

@@ -42,29 +42,9 @@ impl Dist {
         let mut sums = String::new();
         for target in &targets {
             // The host's build is the one `cargo build --release` makes too.
-            let mut build = crate::shell::cargo(&root);
-            build.args([
-                "build",
-                "--release",
-                "--locked",
-                "--package",
-                "tazuna",
-                "--bin",
-                "tazuna",
-            ]);
-            let out_dir = if *target == host {
-                root.join("target/release")
-            } else {
-                build.args(["--target", target]);
-                root.join("target").join(target).join("release")
-            };
-            crate::shell::run(&mut build)?;
-            let exe = if target.contains("windows") {
-                "tazuna.exe"
-            } else {
-                "tazuna"
-            };
-            let binary = out_dir.join(exe);
+            let binary =
+                crate::plugins::release_cli(&root, (*target != host).then_some(target.as_str()))?;
+            let exe = binary.file_name().context("the binary has a name")?;
             let name = format!("tazuna-{version}-{target}");
             let staging = out.join(&name);
             let _ = fs::remove_dir_all(&staging);

@@ -45,7 +45,7 @@ impl Image {
                 let mut add = Command::new("rustup");
                 add.args(["target", "add", TARGET]);
                 crate::shell::run(&mut add)?;
-                // ring and aws-lc compile C for the target: musl's gcc wrapper.
+                // ring compiles C for the target: musl's gcc wrapper.
                 if !on_path("musl-gcc") {
                     eprintln!("==> apt-get install musl-tools  (musl's C compiler wrapper)");
                     crate::shell::run(
@@ -55,21 +55,7 @@ impl Image {
                     )
                     .context("the static build needs `musl-gcc`: install Debian's musl-tools")?;
                 }
-                let mut build = crate::shell::cargo(&root);
-                build.env("CC_x86_64_unknown_linux_musl", "musl-gcc");
-                build.args([
-                    "build",
-                    "--release",
-                    "--locked",
-                    "--package",
-                    "tazuna",
-                    "--bin",
-                    "tazuna",
-                    "--target",
-                    TARGET,
-                ]);
-                crate::shell::run(&mut build)?;
-                root.join("target").join(TARGET).join("release/tazuna")
+                crate::plugins::release_cli(&root, Some(TARGET))?
             }
         };
         let out = root.join(&self.out);

@@ -455,21 +455,43 @@ fn install(path: &Path, bytes: &[u8]) -> anyhow::Result<&'static str> {
     Ok("installed")
 }
 
-/// Start building `tazuna` with `profile` (`release`, or `quickstart`), the
-/// committed built-ins embedded, in the background; [`finish_cli`] waits
-/// for it.
-pub fn spawn_cli(root: &Path, profile: &'static str) -> anyhow::Result<Cli> {
-    let child = crate::shell::cargo(root)
-        .args(["build", "--profile", profile, "--locked", "--bin", "tazuna"])
-        .spawn()
-        .context("cannot run cargo")?;
-    Ok(Cli { child, profile })
+/// Start building `tazuna` with `profile` (`release`, or `quickstart`) for
+/// `target` (the host when `None`), the committed built-ins embedded, in the
+/// background; [`finish_cli`] waits for it. The one place the CLI's build
+/// command is spelled, for the quickstart, the benchmarks, `dist` and `image`.
+pub fn spawn_cli(root: &Path, profile: &'static str, target: Option<&str>) -> anyhow::Result<Cli> {
+    let mut build = crate::shell::cargo(root);
+    build.args([
+        "build",
+        "--profile",
+        profile,
+        "--locked",
+        "--package",
+        "tazuna",
+        "--bin",
+        "tazuna",
+    ]);
+    if let Some(target) = target {
+        build.args(["--target", target]);
+        // ring compiles C for the target: for musl, musl's gcc wrapper.
+        if target.ends_with("-linux-musl") {
+            let triple = target.replace('-', "_");
+            build.env(format!("CC_{triple}"), "musl-gcc");
+        }
+    }
+    let child = build.spawn().context("cannot run cargo")?;
+    Ok(Cli {
+        child,
+        profile,
+        target: target.map(str::to_owned),
+    })
 }
 
 /// A build [`spawn_cli`] started.
 pub struct Cli {
     pub child: std::process::Child,
     profile: &'static str,
+    target: Option<String>,
 }
 
 /// Wait for the build [`spawn_cli`] started; the binary.
@@ -480,15 +502,27 @@ pub fn finish_cli(root: &Path, mut build: Cli) -> anyhow::Result<PathBuf> {
         "`cargo build --profile {} --bin tazuna` exited with {status}",
         build.profile
     );
-    let target = std::env::var_os("CARGO_TARGET_DIR")
+    let mut dir = std::env::var_os("CARGO_TARGET_DIR")
         .map_or_else(|| root.join("target"), |dir| root.join(dir));
-    Ok(target.join(build.profile).join("tazuna"))
+    if let Some(target) = &build.target {
+        dir.push(target);
+    }
+    let exe = if build
+        .target
+        .as_deref()
+        .is_some_and(|t| t.contains("windows"))
+    {
+        "tazuna.exe"
+    } else {
+        "tazuna"
+    };
+    Ok(dir.join(build.profile).join(exe))
 }
 
-/// Build the release `tazuna`, with the committed built-ins embedded; returns
-/// the binary's path.
-pub fn release_cli(root: &Path) -> anyhow::Result<PathBuf> {
-    finish_cli(root, spawn_cli(root, "release")?)
+/// Build the release `tazuna` for `target` (the host when `None`), with the
+/// committed built-ins embedded; the binary's path.
+pub fn release_cli(root: &Path, target: Option<&str>) -> anyhow::Result<PathBuf> {
+    finish_cli(root, spawn_cli(root, "release", target)?)
 }
 
 #[cfg(test)]

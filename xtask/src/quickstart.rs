@@ -57,7 +57,7 @@ impl Quickstart {
         step(0);
         // The CLI's build and the Go builds share the two cores: each fills
         // the other's serial stretches (downloads, linking, the last crates).
-        let mut cli = crate::plugins::spawn_cli(&root, "quickstart")?;
+        let mut cli = crate::plugins::spawn_cli(&root, "quickstart", None)?;
         if !self.no_install {
             // Only what the quickstart runs on: the tests' tools and stores are
             // built by `cargo xtask test`.

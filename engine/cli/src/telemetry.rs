@@ -143,6 +143,8 @@ impl Telemetry {
     /// hands spans to.
     pub fn start(endpoint: &Endpoint) -> anyhow::Result<(Self, opentelemetry_sdk::trace::Tracer)> {
         let mut runtime = None;
+        // tonic's TLS and reqwest's use the process's provider.
+        tazuna_engine::tls::install();
         let exporter = match endpoint.protocol {
             Protocol::Grpc => {
                 let rt = tokio::runtime::Builder::new_multi_thread()

@@ -520,9 +520,15 @@ spec:
     );
 }
 
+/// An HTTP client of the test's own, with Tazuna's TLS provider.
+fn http() -> reqwest::blocking::Client {
+    tazuna_engine::tls::install();
+    reqwest::blocking::Client::new()
+}
+
 /// `DELETE` of a blob through the registry's HTTP API; the registry's answer.
 fn delete_blob(registry: &Registry, repository: &str, digest: &str) -> u16 {
-    reqwest::blocking::Client::new()
+    http()
         .delete(format!("{}/v2/{repository}/blobs/{digest}", registry.url()))
         .send()
         .unwrap()
@@ -533,7 +539,7 @@ fn delete_blob(registry: &Registry, repository: &str, digest: &str) -> u16 {
 /// Push `blob` to `repository` through the registry's HTTP API (a monolithic
 /// upload), as a tool other than Tazuna would.
 fn upload_blob(registry: &Registry, repository: &str, blob: &[u8]) -> String {
-    let client = reqwest::blocking::Client::new();
+    let client = http();
     let digest = format!("sha256:{}", hex::encode(Sha256::digest(blob)));
     let started = client
         .post(format!("{}/v2/{repository}/blobs/uploads/", registry.url()))
@@ -701,7 +707,7 @@ fn inspect_reads_only_the_manifest_and_config_and_names_what_it_cannot_know() {
         }],
     })
     .to_string();
-    let put = reqwest::blocking::Client::new()
+    let put = http()
         .put(format!("{}/v2/{foreign}/manifests/v2.0.0", registry.url()))
         .header("content-type", "application/vnd.oci.image.manifest.v1+json")
         .body(manifest.clone())

@@ -20,7 +20,7 @@ pub use tazuna_kube::{
     apply, capi, checks, cluster, destroy, guard, live, management, objects, ownership, plan,
     state, status, wait, warnings,
 };
-pub use tazuna_plugin_host::{distribution, host, plugins, render, secrets};
+pub use tazuna_plugin_host::{distribution, host, plugins, render, secrets, tls};
 
 pub mod fleet;
 pub mod stack;

@@ -257,8 +257,8 @@ fn in_cluster(options: &ConnectOptions) -> Option<kube::Config> {
 /// cluster Tazuna only reads a few objects of (a Cluster API management
 /// cluster), where it needs no rights beyond those reads.
 pub async fn client_for(options: &ConnectOptions) -> Result<Connected, ClusterError> {
-    // With more than one rustls backend compiled in (the workspace's
-    // other crates bring aws-lc-rs), rustls cannot pick one by itself.
+    // ring is the process's rustls provider, as in tazuna-plugin-host's
+    // `tls::install` (this crate does not depend on that one).
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (mut config, context) = match in_cluster(options) {
         Some(config) => (config, IN_CLUSTER.to_owned()),

@@ -9,7 +9,8 @@
 //!   files, pinned by digest;
 //! - [`render`]: one plugin call per manifest, in parallel, into Kubernetes objects;
 //! - [`secrets`]: resolving secret references in rendered Secrets through the
-//!   resolver plugins.
+//!   resolver plugins;
+//! - [`tls`]: the process's TLS provider, installed before any HTTP client.
 //!
 //! What a render takes and gives ([`tazuna_core::render`]) is shared with the
 //! Kubernetes side (`tazuna-kube`); this crate does not depend on a Kubernetes client.
@@ -21,3 +22,4 @@ pub mod plugins;
 mod references;
 pub mod render;
 pub mod secrets;
+pub mod tls;

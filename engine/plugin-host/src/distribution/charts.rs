@@ -38,6 +38,7 @@ pub async fn newest_in_chart_repository(
         url: url.clone(),
         message,
     };
+    crate::tls::install();
     let client = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .build()

@@ -88,6 +88,7 @@ impl Registry {
             // metered: every request fails to connect to port 0.
             Err(_) => (Some("http://127.0.0.1:0".to_owned()), 0),
         };
+        crate::tls::install();
         let client = WasmClient::new(oci_client::Client::new(ClientConfig {
             protocol,
             https_proxy: proxy.clone(),

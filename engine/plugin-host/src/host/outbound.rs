@@ -638,6 +638,7 @@ fn client(ca: Option<&Path>) -> Result<reqwest::Client, SendError> {
     if let Some(client) = clients.get(&ca.map(Path::to_owned)) {
         return Ok(client.clone());
     }
+    crate::tls::install();
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy();
