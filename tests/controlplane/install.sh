@@ -306,9 +306,9 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ldflags+=" -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
 done
 
-# kubectl has a pin directory of its own, and only the tests need it: they run
-# kubectl's whole range against the control plane, so they get the pinned one. The
-# quickstart runs kubectl once, to list Deployments and StatefulSets (apps/v1, which
+# kubectl has a pin directory of its own, and only the tests need it: they check
+# the cluster with kubectl as an independent client, in many commands, so they get
+# the pinned one. The quickstart runs kubectl once, to list Deployments and StatefulSets (apps/v1, which
 # every kubectl since v1.9 reads), so there any kubectl on PATH does and none is built.
 need_kubectl=1
 if [ "$control_plane_only" = 1 ] && [ ! -d "$BIN/kubectl-$KUBERNETES_VERSION" ] \
