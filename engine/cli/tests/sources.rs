@@ -150,6 +150,22 @@ fn kubectl_json(cluster: &TestCluster, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("kubectl prints JSON")
 }
 
+/// Run the harness's `helm` in `dir` with `args`, as a user whose home is
+/// `home` (helm keeps its repositories and logins there, and nothing of the
+/// machine's own helm configuration is read); it must succeed.
+fn helm(tools: &Tools, dir: &Path, home: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(&tools.helm);
+    command
+        .current_dir(dir)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("HELM_REPOSITORY_CONFIG")
+        .env_remove("HELM_REPOSITORY_CACHE")
+        .args(args);
+    succeed(&mut command)
+}
+
 #[test]
 fn helm_kustomize_and_helmfile_manifests_apply_and_the_cluster_shows_their_objects() {
     let Some(tools) = Tools::locate() else {
@@ -277,14 +293,7 @@ fn an_oci_chart_is_pushed_with_helm_and_rendered_from_the_registry() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let helm = |args: &[&str]| {
-        let mut command = Command::new(&tools.helm);
-        command
-            .current_dir(dir.path())
-            .env("HOME", &home)
-            .args(args);
-        succeed(&mut command)
-    };
+    let helm = |args: &[&str]| helm(&tools, dir.path(), &home, args);
     helm(&["package", chart().to_str().unwrap(), "--destination", "."]);
     let target = format!("oci://{}/charts", registry.host());
     let pushed = helm(&["push", "hello-0.1.0.tgz", &target, "--plain-http"]);
@@ -923,26 +932,28 @@ fn a_private_oci_chart_is_pulled_with_the_users_registry_login() {
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let target = format!("oci://{}/charts", registry.host());
-    let mut package = Command::new(&tools.helm);
-    package.current_dir(root).env("HOME", &home).args([
-        "package",
-        chart().to_str().unwrap(),
-        "--destination",
-        ".",
-    ]);
-    succeed(&mut package);
-    let mut push = Command::new(&tools.helm);
-    push.current_dir(root).env("HOME", &home).args([
-        "push",
-        "hello-0.1.0.tgz",
-        &target,
-        "--plain-http",
-        "--username",
-        "robot",
-        "--password",
-        "s3cret-pass",
-    ]);
-    succeed(&mut push);
+    let chart_dir = chart();
+    helm(
+        &tools,
+        root,
+        &home,
+        &["package", chart_dir.to_str().unwrap(), "--destination", "."],
+    );
+    helm(
+        &tools,
+        root,
+        &home,
+        &[
+            "push",
+            "hello-0.1.0.tgz",
+            &target,
+            "--plain-http",
+            "--username",
+            "robot",
+            "--password",
+            "s3cret-pass",
+        ],
+    );
     write(
         root,
         "project/tazuna.yaml",
@@ -1014,18 +1025,7 @@ fn a_chart_from_a_repository_that_needs_a_login_uses_helm_repo_add() {
     let charts = root.join("charts");
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&charts).unwrap();
-    let helm = |args: &[&str]| {
-        let mut command = Command::new(&tools.helm);
-        command
-            .current_dir(root)
-            .env("HOME", &home)
-            .env_remove("XDG_CONFIG_HOME")
-            .env_remove("XDG_CACHE_HOME")
-            .env_remove("HELM_REPOSITORY_CONFIG")
-            .env_remove("HELM_REPOSITORY_CACHE")
-            .args(args);
-        succeed(&mut command)
-    };
+    let helm = |args: &[&str]| helm(&tools, root, &home, args);
     helm(&[
         "package",
         chart().to_str().unwrap(),
@@ -1515,26 +1515,27 @@ fn a_helmfile_from_a_registry_finds_no_login_in_its_jail_yet_pulls_a_private_cha
     std::fs::create_dir_all(&home).unwrap();
     let host = registry.host();
     // The chart, pushed with helm to the registry that needs the login.
-    succeed(
-        Command::new(&tools.helm)
-            .current_dir(root)
-            .env("HOME", &home)
-            .args(["package", chart().to_str().unwrap(), "--destination", "."]),
+    let chart_dir = chart();
+    helm(
+        &tools,
+        root,
+        &home,
+        &["package", chart_dir.to_str().unwrap(), "--destination", "."],
     );
-    succeed(
-        Command::new(&tools.helm)
-            .current_dir(root)
-            .env("HOME", &home)
-            .args([
-                "push",
-                "hello-0.1.0.tgz",
-                &format!("oci://{host}/charts"),
-                "--plain-http",
-                "--username",
-                "robot",
-                "--password",
-                "s3cret-pass",
-            ]),
+    helm(
+        &tools,
+        root,
+        &home,
+        &[
+            "push",
+            "hello-0.1.0.tgz",
+            &format!("oci://{host}/charts"),
+            "--plain-http",
+            "--username",
+            "robot",
+            "--password",
+            "s3cret-pass",
+        ],
     );
     // The user's login, where docker and helm keep it ("robot:s3cret-pass").
     let docker = root.join("docker");
@@ -1848,9 +1849,7 @@ fn remote_bases_and_repositories_are_reached_only_on_the_hosts_the_file_names() 
     let charts = root.join("charts");
     std::fs::create_dir_all(&charts).unwrap();
     let helm = |args: &[&str]| {
-        let mut command = Command::new(&tools.helm);
-        command.current_dir(root).env("HOME", root).args(args);
-        succeed(&mut command);
+        helm(&tools, root, root, args);
     };
     helm(&[
         "package",
