@@ -166,6 +166,33 @@ fn helm(tools: &Tools, dir: &Path, home: &Path, args: &[&str]) -> Output {
     succeed(&mut command)
 }
 
+/// Package the test chart in `dir` and push it with helm to `host`'s
+/// `charts/` over plain HTTP, logged in as `robot`.
+fn push_chart_with_login(tools: &Tools, dir: &Path, home: &Path, host: &str) {
+    let chart_dir = chart();
+    helm(
+        tools,
+        dir,
+        home,
+        &["package", chart_dir.to_str().unwrap(), "--destination", "."],
+    );
+    helm(
+        tools,
+        dir,
+        home,
+        &[
+            "push",
+            "hello-0.1.0.tgz",
+            &format!("oci://{host}/charts"),
+            "--plain-http",
+            "--username",
+            "robot",
+            "--password",
+            "s3cret-pass",
+        ],
+    );
+}
+
 #[test]
 fn helm_kustomize_and_helmfile_manifests_apply_and_the_cluster_shows_their_objects() {
     let Some(tools) = Tools::locate() else {
@@ -931,29 +958,8 @@ fn a_private_oci_chart_is_pulled_with_the_users_registry_login() {
     let root = dir.path();
     let home = root.join("home");
     std::fs::create_dir_all(&home).unwrap();
+    push_chart_with_login(&tools, root, &home, &registry.host());
     let target = format!("oci://{}/charts", registry.host());
-    let chart_dir = chart();
-    helm(
-        &tools,
-        root,
-        &home,
-        &["package", chart_dir.to_str().unwrap(), "--destination", "."],
-    );
-    helm(
-        &tools,
-        root,
-        &home,
-        &[
-            "push",
-            "hello-0.1.0.tgz",
-            &target,
-            "--plain-http",
-            "--username",
-            "robot",
-            "--password",
-            "s3cret-pass",
-        ],
-    );
     write(
         root,
         "project/tazuna.yaml",
@@ -1515,28 +1521,7 @@ fn a_helmfile_from_a_registry_finds_no_login_in_its_jail_yet_pulls_a_private_cha
     std::fs::create_dir_all(&home).unwrap();
     let host = registry.host();
     // The chart, pushed with helm to the registry that needs the login.
-    let chart_dir = chart();
-    helm(
-        &tools,
-        root,
-        &home,
-        &["package", chart_dir.to_str().unwrap(), "--destination", "."],
-    );
-    helm(
-        &tools,
-        root,
-        &home,
-        &[
-            "push",
-            "hello-0.1.0.tgz",
-            &format!("oci://{host}/charts"),
-            "--plain-http",
-            "--username",
-            "robot",
-            "--password",
-            "s3cret-pass",
-        ],
-    );
+    push_chart_with_login(&tools, root, &home, &host);
     // The user's login, where docker and helm keep it ("robot:s3cret-pass").
     let docker = root.join("docker");
     write(
